@@ -1,0 +1,355 @@
+"""The Chat Completions provider — mirrors Ink's ``src/provider/openai-completions.ts``.
+
+Article §2 (the core loop, steps ①–④), §2.2 (tool-call fragments by index), §4.1
+(no finish_reason), §4.3 (unparseable arguments), §4.4 (mapFinishReason). One
+provider serves every OpenAI-compatible endpoint: OpenAI, DeepSeek, Ollama, vLLM,
+llama.cpp, OpenRouter, Azure, Gemini's compatible endpoint, …
+
+    provider = OpenAICompletionsProvider("http://127.0.0.1:11434/v1")   # e.g. Ollama
+    for event in provider.stream({"model": "qwen3", "system": "…", "messages": [...]}):
+        ...   # text_delta, tool_call_start, tool_call_delta, thinking_delta, then message_end
+
+``stream`` builds the request (``to_wire_messages``, ``build_request_body``), posts it
+(``post_json_with_retry``) and hands the body to ``assemble_stream``, the article's
+core loop — which takes any iterable of bytes, so tests and the demo feed it directly.
+
+Worked example — the article's "读取 README" stream, in two reads::
+
+    >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
+    ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',
+    ...         b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,'
+    ...         b'"function":{"arguments":"DME.md\\\\"}"}}]},"finish_reason":"tool_calls"}]}\\n\\n']
+    >>> for event in assemble_stream(body):
+    ...     print(event)   # doctest: +NORMALIZE_WHITESPACE
+    {'type': 'tool_call_start', 'id': 't1', 'name': 'read'}
+    {'type': 'tool_call_delta', 'id': 't1', 'jsonDelta': '{"path":"REA'}
+    {'type': 'tool_call_delta', 'id': 't1', 'jsonDelta': 'DME.md"}'}
+    {'type': 'message_end', 'message': {'role': 'assistant',
+     'blocks': [{'type': 'toolCall', 'id': 't1', 'name': 'read', 'arguments': {'path': 'README.md'}}],
+     'usage': {'inputTokens': 0, 'outputTokens': 0, 'cacheReadTokens': 0}, 'stopReason': 'tool_use'}}
+
+What differs from the TypeScript (each marked "beyond §…" where it happens): fragments
+are collected in lists and joined once (Python's ``+=`` on a dict value copies the whole
+string every time); ``[DONE]`` counts as a proper end when a server sends no
+finish_reason; server errors inside the stream raise; the quirks of real servers
+(a new id reusing an occupied index, calls without an index, ``"id": ""`` on
+continuation chunks, usage inside ``choices[0]``) are handled where they arrive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import requests
+
+from ..core.abort import AbortSignal
+from ..core.messages import (
+    AgentMessage,
+    AssistantBlock,
+    StopReason,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    Usage,
+    empty_usage,
+)
+from .shared import (
+    DONE,
+    ProviderError,
+    SseEvent,
+    abort_safe,
+    interrupt_response,
+    parse_sse,
+    post_json_with_retry,
+    read_body,
+    safe_parse_json,
+    server_message,
+)
+from .types import LLMEvent, LLMRequest
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+EMPTY_REPLY_TEXT = "(empty)"  # Ink's placeholder when a reply has no blocks at all
+
+
+class OpenAICompletionsProvider:
+    """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest."""
+
+    name = "openai-completions"
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key  # never printed: see __repr__ and shared.api_error
+        self._session = requests.Session()  # keeps the connection alive between turns
+
+    def __repr__(self) -> str:
+        return f"OpenAICompletionsProvider(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        """POST the request and yield its LLMEvents as the reply streams in."""
+        signal = request.get("signal")
+        response = post_json_with_retry(
+            f"{self.base_url}/chat/completions",
+            build_request_body(request),
+            api_key=self._api_key,
+            signal=signal,
+            session=self._session,
+        )
+        if response is None:
+            return  # aborted before the reply started
+        # An abort must wake a read blocked in this thread: the listener shuts the socket.
+        wake = lambda: interrupt_response(response)  # noqa: E731
+        if signal is not None:
+            signal.add_listener(wake)
+        try:
+            yield from assemble_stream(read_body(response), signal)
+        finally:
+            if signal is not None:
+                signal.remove_listener(wake)
+            response.close()
+
+
+# ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
+
+
+def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) -> Iterator[LLMEvent]:
+    """Turn a Chat Completions SSE body into LLMEvents, ending with ``message_end``.
+
+    Ends without ``message_end`` when ``signal`` aborts; raises ProviderError when the
+    stream ends without a finish_reason (§4.1) or the server reports an error.
+    """
+    blocks: list[AssistantBlock] = []  # the reply's content blocks, in arrival order
+    text_block: TextBlock | None = None
+    text_parts: list[str] = []  # the text so far, as it arrived; joined at ④
+    thinking_block: ThinkingBlock | None = None
+    thinking_parts: list[str] = []
+    tool_by_index: dict[Any, ToolCallBlock] = {}  # tool index → its toolCall block
+    tool_raw_by_index: dict[Any, list[str]] = {}  # tool index → argument fragments, not yet parsed
+    invented_ids: set[Any] = set()  # indexes whose id we made up (call_0 …): no id arrived
+    usage: Usage = empty_usage()
+    stop_reason: StopReason = None
+    saw_finish = False
+    saw_done = False
+
+    # parse_sse cuts the bytes into events; abort_safe tells an abort from a fault (§4.2).
+    for sse in abort_safe(parse_sse(body), signal):
+        if signal is not None and signal.aborted:
+            return
+        chunk = sse["data"]
+        if chunk == DONE:
+            saw_done = True  # beyond §2.1: the end marker; nothing follows it
+            break
+        raise_if_server_error(sse)  # beyond §2: an error in the stream is never a reply
+        choices = chunk.get("choices") or []  # usage-only chunks have no choices[0]
+        choice = choices[0] if choices else {}
+        delta = choice.get("delta") or {}  # Azure sends choices without a delta
+
+        # ① Save the text and tell the display at once.
+        content = delta.get("content")
+        if isinstance(content, str) and content != "":
+            if text_block is None:
+                text_block = {"type": "text", "text": ""}
+                blocks.append(text_block)
+            text_parts.append(content)  # `textBlock.text += content`, joined at ④
+            yield {"type": "text_delta", "text": content}
+
+        # Reasoning text (DeepSeek's reasoning_content, OpenRouter's reasoning): shown, never sent back.
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning != "":
+            if thinking_block is None:
+                thinking_block = {"type": "thinking", "thinking": ""}
+                blocks.append(thinking_block)
+            thinking_parts.append(reasoning)
+            yield {"type": "thinking_delta", "text": reasoning}
+
+        # ② Keep each tool request and its argument fragments by index (§2.2).
+        for position, tc in enumerate(delta.get("tool_calls") or []):
+            index = tc.get("index", position)  # beyond §2.2: Gemini sends no index
+            block = tool_by_index.get(index)
+            function = tc.get("function") or {}
+            name = function.get("name")
+            tc_id = tc.get("id")  # "" on DashScope's continuation chunks: not a new id
+            if block is not None and tc_id and tc_id != block["id"] and index not in invented_ids:
+                # Beyond §2.2: a new id at an occupied index is a new call (Ollama sends
+                # parallel calls all at index 0); the previous one is complete.
+                finish_tool_arguments(block, tool_raw_by_index[index])
+                block = None
+            if block is None:
+                block = {
+                    "type": "toolCall",
+                    "id": str(tc_id or f"call_{index}"),
+                    "name": str(name or ""),
+                    "arguments": {},  # the block exists now; its arguments arrive later
+                }
+                if not tc_id:
+                    invented_ids.add(index)
+                tool_by_index[index] = block
+                blocks.append(block)
+                tool_raw_by_index[index] = []
+                yield {"type": "tool_call_start", "id": block["id"], "name": block["name"]}
+            elif name and block["name"] == "":
+                block["name"] = str(name)  # the name may arrive a chunk after the id
+
+            fragment = function.get("arguments") or ""
+            if fragment != "":
+                tool_raw_by_index[index].append(fragment)  # only this index's string grows
+                yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
+
+        # ③ Note the finish reason the server gives (§4.1, §4.4); keep reading to the end.
+        if choice.get("finish_reason") is not None:
+            saw_finish = True
+            stop_reason = map_finish_reason(choice["finish_reason"])
+
+        # Usage: usually a last chunk with no choices; Moonshot puts it in choices[0].
+        reported = chunk.get("usage") or choice.get("usage") or (chunk.get("x_groq") or {}).get("usage")
+        if reported:
+            merge_usage(usage, reported)
+
+    # ④ The stream is over: parse each tool's collected argument string (§4.3).
+    for index, parts in tool_raw_by_index.items():
+        finish_tool_arguments(tool_by_index[index], parts)
+    if text_block is not None:
+        text_block["text"] = "".join(text_parts)
+    if thinking_block is not None:
+        thinking_block["thinking"] = "".join(thinking_parts)
+
+    if signal is not None and signal.aborted:
+        return  # an aborted reply is never handed to the loop
+    if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
+        raise ProviderError("stream ended without finish_reason — response may be truncated")
+    if stop_reason is None and any(block["type"] == "toolCall" for block in blocks):
+        stop_reason = "tool_use"  # an unknown finish reason, but tool calls ended the turn
+    if not blocks:
+        blocks.append({"type": "text", "text": EMPTY_REPLY_TEXT})
+    yield {
+        "type": "message_end",
+        "message": {"role": "assistant", "blocks": blocks, "usage": usage, "stopReason": stop_reason},
+    }
+
+
+def finish_tool_arguments(block: ToolCallBlock, parts: list[str]) -> None:
+    """Join a call's fragments and parse them: blank → {}, bad JSON → a _parseError record."""
+    raw = "".join(parts)
+    block["arguments"] = {} if raw.strip() == "" else safe_parse_json(raw)
+
+
+def map_finish_reason(reason: Any) -> StopReason:
+    """The server's finish_reason → Ink's stopReason (article 4.4's table).
+
+    >>> [map_finish_reason(r) for r in ("tool_calls", "stop", "length", "content_filter")]
+    ['tool_use', 'end_turn', 'max_tokens', None]
+    """
+    return {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}.get(reason)  # type: ignore[return-value]
+
+
+def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
+    """Fold one usage report in. Reports repeat (Groq, OpenRouter): keep the larger, never sum.
+
+    ``prompt_tokens`` includes cache hits; they are moved to ``cacheReadTokens``.
+    """
+    details = reported.get("prompt_tokens_details") or {}
+    cached = (  # OpenAI's spelling, DeepSeek's, Moonshot's
+        details.get("cached_tokens") or reported.get("prompt_cache_hit_tokens") or reported.get("cached_tokens") or 0
+    )
+    usage["inputTokens"] = max(usage["inputTokens"], (reported.get("prompt_tokens") or 0) - cached)
+    usage["outputTokens"] = max(usage["outputTokens"], reported.get("completion_tokens") or 0)
+    usage["cacheReadTokens"] = max(usage["cacheReadTokens"], cached)
+
+
+def raise_if_server_error(sse: SseEvent) -> None:
+    """Beyond the article: `event: error`, llama.cpp's `error:` line and `{"error": …}` payloads."""
+    data = sse["data"]
+    if sse["event"] == "error" or (isinstance(data, dict) and data.get("error") is not None):
+        raise ProviderError(f"the server reported an error in the stream: {server_message(data)}")
+    if not isinstance(data, dict):
+        raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {str(data)[:200]!r}")
+
+
+# ── the request body (part 01): to_wire_messages, build_request_body ────────────────────
+
+
+def to_wire_messages(system: str, messages: list[AgentMessage]) -> list[dict[str, Any]]:
+    """Ink's messages → Chat Completions ``messages`` (system first; thinking never sent).
+
+    >>> to_wire_messages("be brief", [
+    ...     {"role": "user", "content": "hi"},
+    ...     {"role": "assistant", "blocks": [{"type": "toolCall", "id": "t1", "name": "read",
+    ...      "arguments": {"path": "README.md"}}], "usage": {}, "stopReason": "tool_use"},
+    ...     {"role": "toolResult", "results": [{"toolCallId": "t1", "toolName": "read",
+    ...      "content": "# ink_py", "isError": False}]}])   # doctest: +NORMALIZE_WHITESPACE
+    [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'},
+     {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 't1', 'type': 'function',
+      'function': {'name': 'read', 'arguments': '{"path": "README.md"}'}}]},
+     {'role': 'tool', 'tool_call_id': 't1', 'content': '# ink_py'}]
+    """
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for message in messages:
+        if message["role"] == "user":
+            wire.append({"role": "user", "content": message["content"]})
+        elif message["role"] == "assistant":
+            blocks = message["blocks"]
+            text = "\n".join(block["text"] for block in blocks if block["type"] == "text")
+            tool_calls = [
+                {
+                    "id": block["id"],
+                    "type": "function",
+                    "function": {
+                        "name": block["name"],
+                        "arguments": json.dumps(block["arguments"], ensure_ascii=False),
+                    },
+                }
+                for block in blocks
+                if block["type"] == "toolCall"
+            ]
+            entry: dict[str, Any] = {"role": "assistant", "content": None if text == "" and tool_calls else text}
+            if tool_calls:
+                entry["tool_calls"] = tool_calls
+            wire.append(entry)
+        elif message["role"] == "toolResult":
+            for result in message["results"]:  # each result is its own "tool" message; isError is not sent
+                wire.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": result["toolCallId"],
+                        "content": result["content"] or "(no tool output)",
+                    }
+                )
+    return wire
+
+
+def max_tokens_field(model: str) -> str:
+    """o-series and gpt-5+ models only accept ``max_completion_tokens``.
+
+    >>> [max_tokens_field(m) for m in ("gpt-4o", "o3-mini", "gpt-5.1", "deepseek-chat")]
+    ['max_tokens', 'max_completion_tokens', 'max_completion_tokens', 'max_tokens']
+    """
+    match = re.match(r"(o\d|gpt-(\d+))", model)
+    if match is None:
+        return "max_tokens"
+    major = match.group(2)
+    return "max_completion_tokens" if major is None or int(major) >= 5 else "max_tokens"
+
+
+def build_request_body(request: LLMRequest) -> dict[str, Any]:
+    """The JSON body of ``POST /chat/completions`` for one turn."""
+    body: dict[str, Any] = {
+        "model": request["model"],
+        "stream": True,
+        "stream_options": {"include_usage": True},  # usage arrives in a last, choices-less chunk
+        "messages": to_wire_messages(request["system"], request["messages"]),
+    }
+    if request.get("maxTokens"):
+        body[max_tokens_field(request["model"])] = request["maxTokens"]
+    tools = request.get("tools") or []
+    if tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t["name"], "description": t["description"], "parameters": t["parameters"]},
+            }
+            for t in tools
+        ]
+        body["tool_choice"] = "auto"
+    return body

@@ -1,0 +1,392 @@
+"""Reading a streamed reply: bytes → SSE events — mirrors Ink's ``src/provider/shared.ts``.
+
+Article 2.1 (parseSse, parseFrame), 4.2 (abortSafe), 4.3 (safeParseJson), and part 01's
+postJsonWithRetry. The story of one reply:
+
+    post_json_with_retry(url, body)   POST, retrying only before any byte of the body is read
+    read_body(response)               the bytes, each read handed on as soon as it arrives
+    parse_sse(body)                   bytes → text → frames cut at blank lines → parse_frame
+    parse_frame(frame)                "event:" / "data:" lines → {"event": "message", "data": {...}}
+    abort_safe(events, signal)        an abort ends the stream quietly; other errors propagate
+
+Worked example (article 2.1: one event that arrives in two reads)::
+
+    >>> reads = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,',
+    ...          b'"id":"t1","function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n']
+    >>> [event] = parse_sse(reads)
+    >>> event["event"], event["data"]["choices"][0]["delta"]["tool_calls"][0]["function"]
+    ('message', {'name': 'read', 'arguments': '{"path":"REA'})
+
+What differs from the TypeScript (each marked "beyond §…" where it happens):
+- line endings: CRLF and CR are turned into LF first (Ink splits on "\\n\\n" only, §2.1);
+- WHATWG event-stream rules: one leading BOM stripped, comments and id:/retry: ignored,
+  exactly one space after the colon stripped;
+- [DONE] is recognised as the end marker, an empty data: is a keep-alive, and any other
+  data that is not JSON raises instead of vanishing (§4.1 admits Ink drops it);
+- older llama.cpp's non-standard ``error:`` field becomes an "error" event;
+- an unterminated last event is still parsed when the body ends (proxies end with
+  ``data: [DONE]`` and no blank line; WHATWG would drop it);
+- linear time: no rescanning of the buffer from its start on every read;
+- retries: 408/409/429/5xx and connection errors, Retry-After honoured, capped
+  exponential backoff with jitter (Ink: fixed 600 ms / 1500 ms, 429/5xx only).
+"""
+
+from __future__ import annotations
+
+import codecs
+import email.utils
+import json
+import random
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any, TypedDict, TypeVar
+
+import requests
+import urllib3
+
+from ..core.abort import AbortSignal
+
+T = TypeVar("T")
+
+DONE = "[DONE]"  # Chat Completions' end marker: `data: [DONE]` (an API convention, not SSE's)
+
+# Retry policy for post_json_with_retry (only before the body is read; see article 4.2).
+MAX_ATTEMPTS = 3  # one try and two retries, as Ink
+BACKOFF_BASE_SECONDS = 0.6  # Ink's first delay; doubled per retry, with jitter
+BACKOFF_MAX_SECONDS = 8.0
+RETRY_AFTER_MAX_SECONDS = 60.0  # a server asking for a longer wait gets an error, not a hang
+CONNECT_TIMEOUT_SECONDS = 15.0
+READ_TIMEOUT_SECONDS = 300.0  # longest silence between two reads of the body
+READ_SIZE = 65536  # most bytes one read may return (it returns what has arrived, often less)
+ERROR_BODY_LIMIT = 65536  # how much of an error response is read for its message
+
+
+class SseEvent(TypedDict):
+    event: str  # "message" unless the frame had an `event:` line
+    data: Any  # the parsed JSON, or the string DONE
+
+
+class ProviderError(RuntimeError):
+    """The model server failed: an HTTP error, an error inside the stream, or a broken stream."""
+
+
+# ── §2.1 parse_sse: bytes → frames ──────────────────────────────────────────────────────
+
+
+def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
+    """Yield each SSE event of ``body`` (any iterable of bytes) as soon as it is complete.
+
+    >>> list(parse_sse([b'data: {"a": 1}\\r\\n\\r\\ndata: [DO', b'NE]\\n\\n']))
+    [{'event': 'message', 'data': {'a': 1}}, {'event': 'message', 'data': '[DONE]'}]
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true
+    # The article's `buffer` string, kept as a list of pieces: a long event arriving in
+    # small reads is then copied once when its frame is cut, not once per read.
+    buffer: list[str] = []
+    after_cr = False  # the last read ended with "\r", so a "\n" opening the next is its CRLF
+    at_start = True  # a byte-order mark is stripped only at the very start (WHATWG)
+
+    for chunk in body:
+        text = decoder.decode(chunk)  # a character split across reads waits for its rest
+        if not text:
+            continue
+        if at_start:
+            at_start = False
+            text = text.removeprefix("\ufeff")
+        # Beyond §2.1: CRLF and CR line endings become LF, so "\n\n" alone ends a frame.
+        if after_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF whose CR ended the previous read
+        after_cr = text.endswith("\r")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+
+        start = 0  # where this read's unsearched text begins
+        if buffer and buffer[-1].endswith("\n") and text.startswith("\n"):
+            frame = "".join(buffer)[:-1]  # the blank line straddles two reads: "…\n" | "\n…"
+            buffer.clear()
+            start = 1
+            parsed = parse_frame(frame)
+            if parsed is not None:
+                yield parsed
+        sep = text.find("\n\n", start)  # search only the new text: linear time
+        while sep != -1:
+            frame = "".join(buffer) + text[start:sep]
+            buffer.clear()
+            start = sep + 2  # leave what has not yet formed a complete event
+            parsed = parse_frame(frame)
+            if parsed is not None:
+                yield parsed
+            sep = text.find("\n\n", start)
+        if start < len(text):
+            buffer.append(text[start:])
+
+    rest = "".join(buffer) + decoder.decode(b"", final=True)
+    if rest.strip("\n"):  # beyond §2.1: the body ended inside an event; parse it, don't drop it
+        try:
+            parsed = parse_frame(rest)
+        except ProviderError:
+            raise ProviderError(
+                f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}"
+            ) from None
+        if parsed is not None:
+            yield parsed
+
+
+# ── §2.1 parse_frame: one frame → {"event", "data"} ─────────────────────────────────────
+
+
+def parse_frame(frame: str) -> SseEvent | None:
+    """Parse one event's lines; None for frames that carry nothing (comments, keep-alives).
+
+    >>> parse_frame('event: delta\\ndata: {"x":\\ndata: 1}')
+    {'event': 'delta', 'data': {'x': 1}}
+    >>> parse_frame(': keep-alive') is None
+    True
+    >>> parse_frame('data: [DONE]')
+    {'event': 'message', 'data': '[DONE]'}
+    """
+    event = "message"  # the default SSE event name when there is no `event:` line
+    data_lines: list[str] = []
+    error_lines: list[str] = []
+    for line in frame.split("\n"):
+        if line == "" or line.startswith(":"):
+            continue  # a comment, e.g. ": keep-alive" or ": OPENROUTER PROCESSING"
+        field, _, value = line.partition(":")  # a line without ":" is a field with value ""
+        if value.startswith(" "):
+            value = value[1:]  # exactly one space is stripped (WHATWG; Ink trims them all)
+        if field == "event":
+            event = value or "message"
+        elif field == "data":
+            data_lines.append(value)  # collect every data: line
+        elif field == "error":  # beyond §2.1: older llama.cpp sends `error: {...}` this way
+            error_lines.append(value)
+        # "id", "retry" and unknown fields are ignored, as the WHATWG rules say
+
+    if error_lines:
+        return {"event": "error", "data": _json_or_text("\n".join(error_lines))}
+    if not data_lines:
+        return None
+    data = "\n".join(data_lines)  # several data: lines are joined with "\n"
+    if data == "":
+        return None  # beyond §2.1: an empty `data:` is a keep-alive
+    if data.strip() == DONE:
+        return {"event": event, "data": DONE}  # beyond §2.1: the end marker, not a bad frame
+    try:
+        return {"event": event, "data": json.loads(data)}
+    except ValueError:
+        # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
+        raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") from None
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+# ── §4.2 abort_safe and §4.3 safe_parse_json ────────────────────────────────────────────
+
+
+def abort_safe(source: Iterable[T], signal: AbortSignal | None) -> Iterator[T]:
+    """Pass items through; if reading fails *because the user aborted*, just stop.
+
+    An abort closes the connection, so the pending read fails. That failure is the
+    cancellation itself, not a fault: end quietly. Any other error propagates.
+    """
+    try:
+        yield from source  # `for await (const item of source) yield item`
+    except Exception:
+        if signal is not None and signal.aborted:
+            return  # aborted: end the event stream
+        raise  # any other read error goes up to the caller
+
+
+def safe_parse_json(raw: str) -> Any:
+    """``json.loads`` that never raises: bad JSON becomes an error record (article 4.3).
+
+    >>> safe_parse_json('{"path":"README.md"}')
+    {'path': 'README.md'}
+    >>> safe_parse_json('{"path":"README.md"')
+    {'_parseError': 'tool arguments were not valid JSON', 'raw': '{"path":"README.md"'}
+    """
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
+
+
+# ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────
+
+
+def post_json_with_retry(
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    api_key: str | None = None,
+    signal: AbortSignal | None = None,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], Any] | None = None,
+) -> requests.Response | None:
+    """POST ``body`` as JSON and return the streaming response, its body not yet read.
+
+    Retries connection errors and 408/409/429/5xx (honouring ``Retry-After``) — safe,
+    because nothing has been read or shown yet. Returns None if the signal aborts
+    first. Any other status raises ``ProviderError("API error <status>: <message>")``.
+    """
+    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    post = session.post if session is not None else requests.post
+    wait = sleep if sleep is not None else (lambda seconds: _sleep(seconds, signal))
+    problem = ""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        if signal is not None and signal.aborted:
+            return None
+        try:
+            response = post(
+                url, data=data, headers=headers, stream=True,
+                timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+            )  # fmt: skip
+        except requests.RequestException as err:  # refused, DNS, reset, timeout before headers
+            if signal is not None and signal.aborted:
+                return None
+            problem = _redact(str(err), api_key)
+            delay = backoff_seconds(attempt)
+        else:
+            if response.ok:
+                return response
+            retry_after = retry_after_seconds(response.headers)
+            if not is_retryable_status(response.status_code) or attempt == MAX_ATTEMPTS:
+                raise api_error(response, api_key)
+            if retry_after is not None and retry_after > RETRY_AFTER_MAX_SECONDS:
+                raise api_error(response, api_key, f" (the server asked to retry after {retry_after:.0f} s)")
+            response.close()  # drop the error body so the connection is released
+            problem = f"HTTP {response.status_code}"
+            delay = retry_after if retry_after is not None else backoff_seconds(attempt)
+        if attempt < MAX_ATTEMPTS:
+            wait(delay)
+    raise ProviderError(f"could not reach the model server at {url} after {MAX_ATTEMPTS} attempts: {problem}")
+
+
+def is_retryable_status(status: int) -> bool:
+    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed on a retry."""
+    return status in (408, 409, 429) or 500 <= status <= 599
+
+
+def backoff_seconds(attempt: int) -> float:
+    """Capped exponential backoff with jitter: about 0.6 s, 1.2 s, 2.4 s … at most 8 s."""
+    return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)) * random.uniform(0.75, 1.0)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The wait a server asks for: ``retry-after-ms``, ``Retry-After: 2`` or an HTTP date."""
+    millis = headers.get("retry-after-ms")  # OpenAI's more precise variant
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # unreadable: fall back to backoff
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def api_error(response: requests.Response, api_key: str | None = None, note: str = "") -> ProviderError:
+    """``API error 401: Incorrect API key provided — check …``, the key itself never shown."""
+    status = response.status_code
+    try:
+        raw = response.raw.read(ERROR_BODY_LIMIT, decode_content=True) or b""
+    except Exception:  # the error body is only for the message; its loss is not the error
+        raw = b""
+    finally:
+        response.close()
+    message = server_message(_json_or_text(raw.decode("utf-8", "replace"))) or response.reason or "no message"
+    hint = {
+        401: " — check the API key (--api-key or OPENAI_API_KEY)",
+        404: " — check the model name (--model) and the base URL (--base-url)",
+    }.get(status, "")
+    return ProviderError(_redact(f"API error {status}: {message}{hint}{note}", api_key))
+
+
+def server_message(payload: Any) -> str:
+    """The human part of a server's error payload, whatever its shape.
+
+    >>> server_message({"error": {"message": "model not found", "type": "invalid_request_error"}})
+    'model not found'
+    >>> server_message({"detail": "Not Found"})
+    'Not Found'
+    """
+    if isinstance(payload, dict):
+        for key in ("error", "message", "detail", "msg"):
+            if payload.get(key):
+                return server_message(payload[key])
+        return json.dumps(payload, ensure_ascii=False)[:500]
+    if isinstance(payload, str):
+        return payload.strip()[:500]
+    return json.dumps(payload, ensure_ascii=False)[:500]
+
+
+def read_body(response: requests.Response) -> Iterator[bytes]:
+    """The response body as a stream of reads — the article's ``response.body``.
+
+    Each read returns whatever bytes have arrived (``read1``), so an event reaches the
+    caller as soon as its last byte does — with chunked bodies and with bodies the
+    server ends by closing the connection (``iter_content(None)`` would wait for the
+    close in that case).
+    """
+    raw = response.raw
+    while True:
+        try:
+            data = raw.read1(READ_SIZE)
+        except (urllib3.exceptions.HTTPError, requests.RequestException, OSError, ValueError, AttributeError) as err:
+            # ValueError/AttributeError: the response was closed under us (an abort does that)
+            if isinstance(err, urllib3.exceptions.ReadTimeoutError):
+                raise ProviderError(f"the server sent nothing for {READ_TIMEOUT_SECONDS:.0f} s") from err
+            raise ProviderError(f"the connection broke while reading the reply: {err}") from err
+        if not data:
+            return
+        yield data
+
+
+def interrupt_response(response: requests.Response) -> None:
+    """Wake a read blocked on ``response`` in another thread (an abort listener).
+
+    Closing a socket does not wake a thread blocked reading it; shutting it down
+    does: the read returns at once. The reading thread then closes the response.
+    """
+    # The socket being read: http.client's buffered reader → socket.SocketIO → socket.
+    # (requests/urllib3 expose no public handle; with "Connection: close" urllib3's
+    # connection has already let go of it, but the reader still holds it.)
+    reader = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(reader, "raw", None), "_sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed: nothing is blocked on it
+
+
+def _sleep(seconds: float, signal: AbortSignal | None) -> None:
+    if signal is not None:
+        signal.wait(seconds)  # an abort ends the wait at once
+    else:
+        time.sleep(seconds)
+
+
+def _redact(text: str, api_key: str | None) -> str:
+    return text.replace(api_key, "***") if api_key else text

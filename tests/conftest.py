@@ -1,0 +1,65 @@
+"""Which implementation the tests check: the reference, or a student's copy.
+
+Every test reaches the code through the ``ink`` fixture, so the same suite checks the
+reference (``ink_py``) or a student's copy (``pytest --impl my_ink``, see the course
+exercises). ``ink.shared`` is ``<package>.provider.shared`` and so on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Short names → module paths inside the package under test.
+MODULES = {
+    "shared": "provider.shared",
+    "openai_completions": "provider.openai_completions",
+    "types": "provider.types",
+    "messages": "core.messages",
+    "abort": "core.abort",
+    "loop": "core.loop",
+    "read_tool": "core.tools.read",
+    "chunks": "provider.chunks",
+}
+
+
+class Implementation:
+    """The package under test; ``impl.shared`` imports ``<package>.provider.shared`` on first use."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def __getattr__(self, short: str) -> Any:
+        if short not in MODULES:
+            raise AttributeError(short)
+        module = importlib.import_module(f"{self.package}.{MODULES[short]}")
+        setattr(self, short, module)  # cache
+        return module
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--impl",
+        default=None,
+        metavar="DIR",
+        help="test a copy of ink_py (a package folder such as my_ink) instead of the reference",
+    )
+
+
+def load_implementation(impl: str | None) -> Implementation:
+    if impl is None:
+        return Implementation("ink_py")
+    folder = Path(impl).resolve()
+    if not (folder / "__init__.py").is_file():
+        raise pytest.UsageError(f"--impl {impl}: {folder} is not a package folder (no __init__.py)")
+    sys.path.insert(0, str(folder.parent))  # the copy imports only itself: relative imports
+    return Implementation(folder.name)
+
+
+@pytest.fixture(scope="session")
+def ink(pytestconfig: pytest.Config) -> Implementation:
+    return load_implementation(pytestconfig.getoption("impl"))

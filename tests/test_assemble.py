@@ -1,0 +1,334 @@
+"""assemble_stream (article §2, §2.2, §4.1–§4.4): the article's scenarios, step by step.
+
+Each test names the exercise it checks (ex3 text, ex4 tool fragments, ex5 finish reason,
+ex6 abort, ex7 unparseable arguments).
+"""
+
+import json
+
+import pytest
+
+from .helpers import fixture_bytes, run_assembly
+
+NO_USAGE = {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0}
+
+
+def chunk(delta=None, finish=None, **extra):
+    """One chat.completion.chunk frame as bytes."""
+    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
+    return b"data: " + json.dumps({"choices": [choice], **extra}, ensure_ascii=False).encode() + b"\n\n"
+
+
+def call(index, arguments=None, id=None, name=None):
+    tc = {"index": index, "function": {}}
+    if id is not None:
+        tc["id"] = id
+    if name is not None:
+        tc["function"]["name"] = name
+    if arguments is not None:
+        tc["function"]["arguments"] = arguments
+    return chunk({"tool_calls": [tc]})
+
+
+# ── ex3: text ───────────────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.ex3
+def test_text_deltas_are_yielded_as_they_arrive_and_joined_in_the_message(ink):
+    reads = [chunk({"content": "我先读"}), chunk({"content": "一下 README。"}), chunk(finish="stop")]
+    events, error = run_assembly(ink, reads)
+    assert error is None
+    assert events[:2] == [{"type": "text_delta", "text": "我先读"}, {"type": "text_delta", "text": "一下 README。"}]
+    assert events[2]["message"]["blocks"] == [{"type": "text", "text": "我先读一下 README。"}]
+
+
+@pytest.mark.ex3
+@pytest.mark.parametrize("content", [None, "", 42], ids=["null", "empty", "not-a-string"])
+def test_empty_or_missing_content_yields_nothing(ink, content):
+    events, error = run_assembly(ink, [chunk({"content": content}), chunk({"content": "ok"}), chunk(finish="stop")])
+    assert [e["type"] for e in events] == ["text_delta", "message_end"]
+    assert events[-1]["message"]["blocks"] == [{"type": "text", "text": "ok"}]
+
+
+@pytest.mark.ex3
+def test_text_is_one_block_even_when_tool_calls_arrive_between(ink):
+    reads = [
+        chunk({"content": "a"}),
+        call(0, "{}", id="t1", name="read"),
+        chunk({"content": "b"}),
+        chunk(finish="stop"),
+    ]
+    events, _ = run_assembly(ink, reads)
+    blocks = events[-1]["message"]["blocks"]
+    assert blocks[0] == {"type": "text", "text": "ab"}
+    assert blocks[1]["type"] == "toolCall"
+
+
+# ── ex4: tool-call fragments by index (§2.2) ───────────────────────────────────────────
+
+
+@pytest.mark.ex4
+def test_article_readme_scenario(ink):
+    events, error = run_assembly(ink, [fixture_bytes("article/readme")])
+    assert error is None
+    assert events == [
+        {"type": "text_delta", "text": "我先读一下 README。"},
+        {"type": "tool_call_start", "id": "t1", "name": "read"},
+        {"type": "tool_call_delta", "id": "t1", "jsonDelta": '{"path":"REA'},
+        {"type": "tool_call_delta", "id": "t1", "jsonDelta": 'DME.md"}'},
+        {
+            "type": "message_end",
+            "message": {
+                "role": "assistant",
+                "blocks": [
+                    {"type": "text", "text": "我先读一下 README。"},
+                    {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "README.md"}},
+                ],
+                "usage": NO_USAGE,
+                "stopReason": "tool_use",
+            },
+        },
+    ]
+
+
+@pytest.mark.ex4
+def test_article_interleaved_scenario_keeps_each_index_apart(ink):
+    events, error = run_assembly(ink, [fixture_bytes("article/interleaved")])
+    assert error is None
+    assert [(e["type"], e.get("id"), e.get("jsonDelta")) for e in events[:-1]] == [
+        ("tool_call_start", "t1", None),
+        ("tool_call_delta", "t1", '{"path":"REA'),
+        ("tool_call_start", "t2", None),
+        ("tool_call_delta", "t2", '{"path":"pack'),
+        ("tool_call_delta", "t1", 'DME.md"}'),
+        ("tool_call_delta", "t2", 'age.json"}'),
+    ]
+    assert events[-1]["message"]["blocks"] == [
+        {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "README.md"}},
+        {"type": "toolCall", "id": "t2", "name": "read", "arguments": {"path": "package.json"}},
+    ]
+
+
+@pytest.mark.ex4
+def test_name_arriving_after_the_id_is_filled_in(ink):
+    reads = [call(0, id="t1"), call(0, name="read"), call(0, '{"path":"a"}'), chunk(finish="tool_calls")]
+    events, _ = run_assembly(ink, reads)
+    assert events[0] == {"type": "tool_call_start", "id": "t1", "name": ""}
+    assert events[-1]["message"]["blocks"] == [
+        {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a"}}
+    ]
+
+
+@pytest.mark.ex4
+def test_missing_id_falls_back_to_call_index(ink):
+    reads = [call(3, '{"x": 1}', name="read"), chunk(finish="tool_calls")]
+    events, _ = run_assembly(ink, reads)
+    assert events[0] == {"type": "tool_call_start", "id": "call_3", "name": "read"}
+    assert events[-1]["message"]["blocks"][0]["id"] == "call_3"
+
+
+@pytest.mark.ex4
+def test_empty_fragments_yield_no_delta_and_blank_arguments_become_empty_object(ink):
+    reads = [call(0, "", id="t1", name="now"), call(0, ""), call(0, "  "), chunk(finish="tool_calls")]
+    events, _ = run_assembly(ink, reads)
+    assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "message_end"]
+    assert events[-1]["message"]["blocks"][0]["arguments"] == {}
+
+
+@pytest.mark.ex4
+def test_a_new_id_at_an_occupied_index_is_a_new_call(ink):
+    reads = [
+        call(0, '{"p": 1}', id="a", name="read"),
+        call(0, '{"p": 2}', id="b", name="read"),
+        chunk(finish="tool_calls"),
+    ]
+    events, _ = run_assembly(ink, reads)
+    assert [b["id"] for b in events[-1]["message"]["blocks"]] == ["a", "b"]
+    assert [b["arguments"] for b in events[-1]["message"]["blocks"]] == [{"p": 1}, {"p": 2}]
+
+
+@pytest.mark.ex4
+def test_nothing_reaches_the_loop_before_the_stream_ends(ink):
+    """tool_call_start/delta only report progress: message_end comes last, once."""
+    events, _ = run_assembly(ink, [fixture_bytes("article/interleaved")])
+    assert [e["type"] for e in events].count("message_end") == 1
+    assert events[-1]["type"] == "message_end"
+
+
+# ── ex5: the finish reason (§4.1, §4.4) ────────────────────────────────────────────────
+
+
+@pytest.mark.ex5
+@pytest.mark.parametrize(
+    "reason, stop_reason",
+    [
+        ("tool_calls", "tool_use"),
+        ("stop", "end_turn"),
+        ("length", "max_tokens"),
+        ("content_filter", None),
+        ("eos", None),
+    ],
+)
+def test_map_finish_reason(ink, reason, stop_reason):
+    assert ink.openai_completions.map_finish_reason(reason) == stop_reason
+
+
+@pytest.mark.ex5
+def test_article_missing_finish_reason_raises_and_yields_no_message(ink):
+    events, error = run_assembly(ink, [fixture_bytes("article/missing_finish")])
+    assert error == "stream ended without finish_reason — response may be truncated"
+    assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "tool_call_delta"]
+
+
+@pytest.mark.ex5
+def test_done_without_finish_reason_counts_as_complete(ink):
+    events, error = run_assembly(ink, [chunk({"content": "hi"}), b"data: [DONE]\n\n"])
+    assert error is None
+    assert events[-1]["message"]["stopReason"] is None
+
+
+@pytest.mark.ex5
+def test_unknown_finish_reason_with_tool_calls_is_tool_use(ink):
+    events, _ = run_assembly(ink, [call(0, "{}", id="t1", name="read"), chunk(finish="function_call")])
+    assert events[-1]["message"]["stopReason"] == "tool_use"
+
+
+@pytest.mark.ex5
+@pytest.mark.parametrize(
+    "fixture, stop_reason",
+    [("article/length_text", "max_tokens"), ("article/length_tool", "max_tokens"), ("article/readme", "tool_use")],
+)
+def test_article_stop_reasons(ink, fixture, stop_reason):
+    events, error = run_assembly(ink, [fixture_bytes(fixture)])
+    assert error is None
+    assert events[-1]["message"]["stopReason"] == stop_reason
+
+
+@pytest.mark.ex5
+def test_empty_reply_gets_a_placeholder_block(ink):
+    events, _ = run_assembly(ink, [chunk({"content": ""}), chunk(finish="stop")])
+    assert events == [
+        {
+            "type": "message_end",
+            "message": {
+                "role": "assistant",
+                "blocks": [{"type": "text", "text": "(empty)"}],
+                "usage": NO_USAGE,
+                "stopReason": "end_turn",
+            },
+        }
+    ]
+
+
+# ── ex6: abort (§4.2) ───────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.ex6
+def test_article_abort_scenario_ends_quietly_without_message_end(ink):
+    controller = ink.abort.AbortController()
+
+    def network():
+        yield fixture_bytes("article/abort")
+        controller.abort()  # the user presses Ctrl-C while the next read is pending
+        raise ConnectionResetError("connection closed by abort")
+
+    events = list(ink.openai_completions.assemble_stream(network(), controller.signal))
+    assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta"]
+
+
+@pytest.mark.ex6
+def test_abort_after_the_last_event_still_yields_no_message_end(ink):
+    controller = ink.abort.AbortController()
+
+    def network():
+        yield fixture_bytes("article/readme")
+        controller.abort()
+
+    events = list(ink.openai_completions.assemble_stream(network(), controller.signal))
+    assert "message_end" not in [e["type"] for e in events]
+
+
+@pytest.mark.ex6
+def test_abort_safe_passes_items_and_swallows_errors_only_when_aborted(ink):
+    controller = ink.abort.AbortController()
+
+    def failing():
+        yield 1
+        yield 2
+        raise OSError("read failed")
+
+    with pytest.raises(OSError, match="read failed"):
+        list(ink.shared.abort_safe(failing(), controller.signal))
+    with pytest.raises(OSError):
+        list(ink.shared.abort_safe(failing(), None))
+    controller.abort()
+    assert list(ink.shared.abort_safe(failing(), controller.signal)) == [1, 2]
+
+
+@pytest.mark.ex6
+def test_a_read_error_without_abort_propagates_through_assembly(ink):
+    def network():
+        yield fixture_bytes("article/abort")
+        raise ConnectionResetError("peer reset")
+
+    with pytest.raises(ConnectionResetError, match="peer reset"):
+        list(ink.openai_completions.assemble_stream(network(), ink.abort.AbortController().signal))
+
+
+# ── ex7: arguments that are not JSON (§4.3) ────────────────────────────────────────────
+
+
+@pytest.mark.ex7
+@pytest.mark.parametrize(
+    "raw, parsed",
+    [
+        ('{"path":"README.md"}', {"path": "README.md"}),
+        ("[1, 2]", [1, 2]),
+        ('{"path":"README.md"', {"_parseError": "tool arguments were not valid JSON", "raw": '{"path":"README.md"'}),
+        ("x" * 600, {"_parseError": "tool arguments were not valid JSON", "raw": "x" * 500}),
+    ],
+    ids=["object", "array", "missing-brace", "long-raw-cut-to-500"],
+)
+def test_safe_parse_json(ink, raw, parsed):
+    assert ink.shared.safe_parse_json(raw) == parsed
+
+
+@pytest.mark.ex7
+def test_article_invalid_json_scenario_still_reaches_message_end_with_parse_error(ink):
+    events, error = run_assembly(ink, [fixture_bytes("article/invalid_json")])
+    assert error is None
+    assert events[-1]["message"]["blocks"] == [
+        {
+            "type": "toolCall",
+            "id": "t1",
+            "name": "read",
+            "arguments": {"_parseError": "tool arguments were not valid JSON", "raw": '{"path":"README.md"'},
+        }
+    ]
+
+
+# ── usage and server errors ─────────────────────────────────────────────────────────────
+
+
+def test_usage_reported_twice_is_kept_not_summed(ink):
+    usage = {"prompt_tokens": 100, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 60}}
+    reads = [chunk({"content": "x"}), chunk(finish="stop", usage=usage), b'data: {"choices": [], "usage": '
+             + json.dumps(usage).encode() + b"}\n\n"]  # fmt: skip
+    events, _ = run_assembly(ink, reads)
+    assert events[-1]["message"]["usage"] == {"inputTokens": 40, "outputTokens": 7, "cacheReadTokens": 60}
+
+
+@pytest.mark.parametrize(
+    "frame, message",
+    [
+        (b'data: {"error": {"message": "rate limited", "type": "rate_limit"}}\n\n', "rate limited"),
+        (b'event: error\ndata: {"message": "overloaded"}\n\n', "overloaded"),
+        (b'error: {"code": 500, "message": "slot unavailable"}\n\n', "slot unavailable"),
+        (b'data: "just a string"\n\n', "not a chat.completion.chunk"),
+    ],
+    ids=["error-payload", "error-event", "llamacpp-error-field", "not-an-object"],
+)
+def test_server_errors_in_the_stream_raise_with_the_servers_message(ink, frame, message):
+    events, error = run_assembly(ink, [chunk({"content": "partial"}), frame, chunk(finish="stop")])
+    assert error is not None and message in error
+    assert "message_end" not in [e["type"] for e in events]

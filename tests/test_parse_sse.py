@@ -1,0 +1,107 @@
+"""parse_sse (article §2.1): bytes in reads → complete events — exercise 2."""
+
+import pytest
+
+from .helpers import fixture_bytes, split_at
+
+pytestmark = pytest.mark.ex2
+
+A = {"event": "message", "data": {"a": 1}}
+B = {"event": "message", "data": {"b": "读"}}
+
+# (reads as the network delivers them, the events expected)
+READS = [
+    pytest.param([b'data: {"a": 1}\n\n'], [A], id="one-read-one-event"),
+    pytest.param([b'data: {"a": 1}\n\ndata: {"b": "\xe8\xaf\xbb"}\n\n'], [A, B], id="one-read-two-events"),
+    pytest.param([b'data: {"a"', b": 1}\n\n"], [A], id="event-split-across-reads"),
+    pytest.param(
+        [b'data: {"a": 1}\n', b"\ndata: {}\n\n"], [A, {"event": "message", "data": {}}], id="blank-line-split"
+    ),
+    pytest.param([b'data: {"b": "\xe8', b'\xaf\xbb"}\n\n'], [B], id="utf8-char-split"),
+    pytest.param([b'data: {"b": "\xe8\xaf', b'\xbb"}\n\n'], [B], id="utf8-char-split-late"),
+    pytest.param([b'data: {"a": 1}\r\n\r\n'], [A], id="crlf"),
+    pytest.param([b'data: {"a": 1}\r\r'], [A], id="cr"),
+    pytest.param([b'data: {"a": 1}\r', b"\n\r\n"], [A], id="cr-then-lf-in-next-read"),
+    pytest.param(
+        [b'data: {"a": 1}\r\n\r', b'\ndata: {"b": "\xe8\xaf\xbb"}\r\n\r\n'], [A, B], id="crlf-split-in-middle"
+    ),
+    pytest.param([b'data: {"a": 1}\n\r\n'], [A], id="lf-then-crlf"),
+    pytest.param([b'\xef\xbb\xbfdata: {"a": 1}\n\n'], [A], id="bom-stripped"),
+    pytest.param([b"\xef\xbb", b'\xbfdata: {"a": 1}\n\n'], [A], id="bom-split"),
+    pytest.param([b": keep-alive\n\n", b'data: {"a": 1}\n\n'], [A], id="comment-frame-skipped"),
+    pytest.param([b'data: {"a": 1}\n\n\n\ndata: {"b": "\xe8\xaf\xbb"}\n\n'], [A, B], id="extra-blank-lines"),
+    pytest.param([b'data: {"a": 1}\n\ndata: [DONE]'], [A, {"event": "message", "data": "[DONE]"}], id="done-no-blank"),
+    pytest.param([b'data: {"a": 1}\n\ndata: [DONE]\n'], [A, {"event": "message", "data": "[DONE]"}], id="done-one-lf"),
+    pytest.param([b""], [], id="empty-body"),
+    pytest.param([b"\n\n\n"], [], id="only-newlines"),
+    pytest.param([b"", b'data: {"a": 1}\n\n', b""], [A], id="empty-reads"),
+]
+
+
+@pytest.mark.parametrize("reads, expected", READS)
+def test_parse_sse(ink, reads, expected):
+    assert list(ink.shared.parse_sse(reads)) == expected
+
+
+def test_article_2_1_event_arrives_in_two_reads(ink):
+    """§2.1's walk-through: read ① has no blank line yet (nothing yielded), read ② completes it."""
+    body = fixture_bytes("article/readme").split(b"\n\n")[1] + b"\n\n"  # the first tool-call event
+    cut = body.index(b'"index":0,') + len(b'"index":0,')
+    first, second = body[:cut], body[cut:]
+    assert first.endswith(b'"tool_calls":[{"index":0,')
+
+    reads_taken = []
+
+    def network():
+        for number, read in enumerate([first, second], start=1):
+            reads_taken.append(number)
+            yield read
+
+    events = []
+    for event in ink.shared.parse_sse(network()):
+        events.append((len(reads_taken), event))
+    [(read_number, event)] = events
+    assert read_number == 2  # handed on only after the second read
+    call = event["data"]["choices"][0]["delta"]["tool_calls"][0]
+    assert event["event"] == "message"
+    assert call == {"index": 0, "id": "t1", "function": {"name": "read", "arguments": '{"path":"REA'}}
+
+
+@pytest.mark.parametrize(
+    "reads, arrival",
+    [
+        pytest.param([b'data: {"a": 1}\n\n', b'data: {"a": 1}\n\n'], [1, 2], id="lf"),
+        pytest.param([b'data: {"a": 1}\r\n\r\n', b'data: {"a": 1}\r\n\r\n'], [1, 2], id="crlf"),
+        pytest.param([b'data: {"a": 1}\r\r', b'data: {"a": 1}\r\r'], [1, 2], id="cr"),
+        pytest.param([b'data: {"a": 1}\r\n\r', b'\ndata: {"a": 1}\r', b"\r"], [1, 3], id="cr-at-end-of-read"),
+        pytest.param([b'data: {"a": 1}\n', b'\ndata: {"a": 1}\n', b"\n"], [2, 3], id="blank-line-opens-next-read"),
+    ],
+)
+def test_each_event_is_yielded_in_the_read_that_completes_it(ink, reads, arrival):
+    """Never held back until the next read — a streaming display depends on it."""
+    reads_taken = []
+
+    def network():
+        for number, read in enumerate(reads, start=1):
+            reads_taken.append(number)
+            yield read
+
+    assert [len(reads_taken) for _ in ink.shared.parse_sse(network())] == arrival
+
+
+def test_bom_only_stripped_at_the_start(ink):
+    reads = [b'data: {"a": 1}\n\n', b'\xef\xbb\xbfdata: {"a": 1}\n\n']
+    # A BOM later in the stream is part of a field name, so that line is an unknown field.
+    assert list(ink.shared.parse_sse(reads)) == [A]
+
+
+def test_body_ending_inside_an_event_is_reported_not_dropped(ink):
+    with pytest.raises(ink.shared.ProviderError, match="middle of an event"):
+        list(ink.shared.parse_sse([b'data: {"a": 1}\n\ndata: {"choices": [{"del']))
+
+
+def test_one_byte_reads_of_a_fixture_equal_one_read(ink):
+    body = fixture_bytes("servers/proxy_bom_mixed_endings")
+    whole = list(ink.shared.parse_sse([body]))
+    assert list(ink.shared.parse_sse(split_at(body, list(range(len(body)))))) == whole
+    assert len(whole) == 4
