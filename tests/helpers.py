@@ -1,7 +1,9 @@
-"""Helpers the tests share: fixture bytes, byte splits, running the assembler."""
+"""Helpers the tests share: fixture bytes, byte splits, streamed replies, a scripted provider."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -34,3 +36,43 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     """``data`` cut at the given byte offsets: the reads a network might deliver."""
     points = [0, *sorted(set(c for c in cuts if 0 < c < len(data))), len(data)]
     return [data[a:b] for a, b in pairwise(points)]
+
+
+def sse(chunk: dict) -> bytes:
+    """One ``data:`` frame carrying ``chunk`` as JSON."""
+    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
+
+
+def text_reply(text: str, finish: str = "stop") -> bytes:
+    """A whole streamed reply that is just ``text``."""
+    return sse({"choices": [{"index": 0, "delta": {"content": text}}]}) + sse(
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    )
+
+
+def tool_reply(*calls: tuple[str, str, str], text: str = "", finish: str = "tool_calls") -> bytes:
+    """A streamed reply making tool calls, each ``(id, name, raw JSON arguments)``."""
+    body = sse({"choices": [{"index": 0, "delta": {"content": text}}]}) if text else b""
+    for index, (call_id, name, arguments) in enumerate(calls):
+        tc = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        body += sse({"choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]})
+    usage = {"prompt_tokens": 100, "completion_tokens": 10}
+    return body + sse({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage})
+
+
+class ScriptedProvider:
+    """A provider that answers each turn with the next prepared body, assembled by the real
+    ``assemble_stream`` — the loop under test sees exactly what a server would produce."""
+
+    def __init__(self, ink: Any, *bodies: bytes | list[bytes] | Callable[[dict], Iterator[bytes]]) -> None:
+        self.ink = ink
+        self.bodies = list(bodies)
+        self.requests: list[dict] = []
+
+    def stream(self, request: dict) -> Iterator[dict]:
+        self.requests.append({**request, "messages": list(request["messages"])})
+        if not self.bodies:
+            raise AssertionError("the model was asked for more turns than the test scripted")
+        body = self.bodies.pop(0)
+        reads = body(request) if callable(body) else [body] if isinstance(body, bytes) else body
+        yield from self.ink.openai_completions.assemble_stream(reads, request.get("signal"))

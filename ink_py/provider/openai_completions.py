@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -56,6 +57,7 @@ from ..core.messages import (
     Usage,
     empty_usage,
 )
+from .recording import next_record_prefix, record_request, tee_body
 from .shared import (
     DONE,
     ProviderError,
@@ -79,10 +81,13 @@ class OpenAICompletionsProvider:
 
     name = "openai-completions"
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
+    def __init__(
+        self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, record_dir: str | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key  # never printed: see __repr__ and shared.api_error
         self._session = requests.Session()  # keeps the connection alive between turns
+        self.record_dir = Path(record_dir) if record_dir else None  # ink-py --record DIR
 
     def __repr__(self) -> str:
         return f"OpenAICompletionsProvider(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
@@ -90,21 +95,22 @@ class OpenAICompletionsProvider:
     def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
         """POST the request and yield its LLMEvents as the reply streams in."""
         signal = request.get("signal")
+        body = build_request_body(request)
+        record = next_record_prefix(self.record_dir) if self.record_dir else None
+        if record is not None:
+            record_request(record, body)
         response = post_json_with_retry(
-            f"{self.base_url}/chat/completions",
-            build_request_body(request),
-            api_key=self._api_key,
-            signal=signal,
-            session=self._session,
+            f"{self.base_url}/chat/completions", body, api_key=self._api_key, signal=signal, session=self._session
         )
         if response is None:
             return  # aborted before the reply started
+        reads = read_body(response) if record is None else tee_body(read_body(response), record)
         # An abort must wake a read blocked in this thread: the listener shuts the socket.
         wake = lambda: interrupt_response(response)  # noqa: E731
         if signal is not None:
             signal.add_listener(wake)
         try:
-            yield from assemble_stream(read_body(response), signal)
+            yield from assemble_stream(reads, signal)
         finally:
             if signal is not None:
                 signal.remove_listener(wake)

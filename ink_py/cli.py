@@ -1,0 +1,187 @@
+"""The ``ink-py`` command (and ``python -m ink_py``): flags in, exit code out.
+
+    ink-py                                   the README task, on the built-in scripted model
+    ink-py "读取 setup.cfg,说说依赖"           any prompt
+    ink-py --base-url http://127.0.0.1:11434/v1 --model qwen3:8b     a real endpoint
+    ink-py --scenario interleaved            one of the article's cases, scripted
+    ink-py serve-model                       the scripted model alone, for curl or the openai SDK
+
+With no base URL (flag or OPENAI_BASE_URL) it starts the built-in scripted model on
+127.0.0.1 and talks to it over real HTTP through the same provider code a real endpoint
+uses. Exit codes: 0 completed, 1 error, 2 completed but the answer was cut at the output
+limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import IO, NoReturn
+
+import requests
+
+from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS
+from .core.parallel import execute_tool_batch_parallel
+from .provider.openai_completions import OpenAICompletionsProvider
+from .provider.shared import ProviderError
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt
+from .scenarios import SCENARIOS
+
+DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
+SCRIPTED_MODEL = "ink-scripted"
+DEFAULT_SYSTEM = (
+    "You are ink, a small coding agent. Answer the user's question about the project in the workspace. "
+    "Use the read tool to read files (paths are relative to the workspace root) before you answer; "
+    "quote commands exactly as the files show them."
+)
+
+# `ink-py <command> …` runs that module's main(argv); anything else is a prompt.
+COMMANDS = {
+    "demo": ("demo", "step through the article's §3 demo (or any recorded .sse) in the terminal"),
+    "exercise": ("exercises", "course exercises: list, start, check, hint"),
+    "serve": ("relay", "serve the agent to a browser page over SSE (second article)"),
+    "serve-model": ("model_server", "run the built-in scripted model alone and print its base URL"),
+}
+
+
+class UsageError(Exception):
+    """A mistake in how ink-py was called: reported as one ``error:`` line."""
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse that reports mistakes as one ``error:`` line and exit code 1 (2 means "truncated")."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"error: {message} (see ink-py --help)\n")
+
+
+def build_parser() -> CliParser:
+    commands = "\n".join(f"  ink-py {name:<12} {help_text}" for name, (_, help_text) in COMMANDS.items())
+    parser = CliParser(
+        prog="ink-py",
+        description="Stream a Chat Completions reply, assemble it, and let a tiny agent loop read files to answer.",
+        epilog=f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
+        "limit, 3 stopped at max turns, 130 interrupted",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})")
+    endpoint = parser.add_argument_group("endpoint (default: the built-in scripted model)")
+    endpoint.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL)",
+    )
+    endpoint.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
+    endpoint.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
+    endpoint.add_argument(
+        "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
+    )
+    run = parser.add_argument_group("the run")
+    run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
+    run.add_argument(
+        "--max-turns", type=positive_int, default=DEFAULT_MAX_ITERATIONS, help="stop after this many replies"
+    )
+    run.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, help="output limit per reply")
+    run.add_argument("--system", default=DEFAULT_SYSTEM, help="the system prompt")
+    run.add_argument("--trace", metavar="FILE", help="write every event as a JSON line to FILE")
+    run.add_argument(
+        "--record", metavar="DIR", help="save every request and raw response body to DIR (for ink-py demo --file)"
+    )
+    run.add_argument(
+        "--display",
+        choices=["ink", "filtered"],
+        default="ink",
+        help="ink: show tool arguments as they stream in; filtered: only say a call is being prepared",
+    )
+    run.add_argument(
+        "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"
+    )
+    return parser
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        return importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__).main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return run_agent(args)
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ProviderError, UsageError, requests.RequestException, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
+        if os.environ.get("INK_DEBUG"):
+            raise
+        print(f"error: internal error ({type(err).__name__}: {err}); INK_DEBUG=1 shows the traceback", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    workspace = Path(args.workspace)
+    if not workspace.is_dir():
+        raise UsageError(f"--workspace {args.workspace}: not a folder")
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    if args.base_url and args.scenario:
+        raise UsageError("--scenario only applies to the built-in model; leave out --base-url (and OPENAI_BASE_URL)")
+    if args.base_url and not args.model:
+        raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
+
+    server = None
+    if args.base_url:
+        base_url, model = args.base_url, args.model
+    else:
+        from .model_server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
+
+        delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
+        server = start_model_server(scenario=args.scenario or "readme", delay=delay)
+        base_url, model = server.base_url, args.model or SCRIPTED_MODEL
+        print(
+            f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
+            file=sys.stderr,
+        )
+    trace = open_trace(args.trace)
+    try:
+        return run_prompt(
+            {
+                "provider": OpenAICompletionsProvider(base_url, api_key, record_dir=args.record),
+                "model": model,
+                "system": args.system,
+                "prompt": args.prompt,
+                "workspace": str(workspace),
+                "max_turns": args.max_turns,
+                "max_tokens": args.max_tokens,
+                "display": args.display,
+                "trace": trace,
+                "execute_batch": None if args.serial_tools else execute_tool_batch_parallel,
+            }
+        )
+    finally:
+        if trace is not None:
+            trace.close()
+        if server is not None:
+            server.close()
+
+
+def open_trace(path: str | None) -> IO[str] | None:
+    if path is None:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"--trace {path}: {err.strerror or err}") from None

@@ -1,0 +1,285 @@
+"""The agent loop — mirrors Ink's ``src/core/loop.ts``.
+
+Article §2.3 (streamAssistant), §4.2 (abort), §4.3 (arguments that are not JSON) and
+§4.4 (failToolCallsFromTruncatedMessage), on top of part 01's runAgentLoop:
+
+    user message → provider.stream → assistant message
+      → tool calls? run each (or refuse it), append the results, ask the model again
+      → no tool calls: done
+
+Everything the model gets wrong — an unknown tool, arguments that are not JSON or break
+the tool's schema, a tool that raises, a reply cut at the output limit — goes back to
+the model as an ``isError`` tool result; the process never crashes on it.
+
+What differs from Ink: a synchronous ``for`` over a generator instead of ``for await``;
+``prepare_tool_call`` refuses arguments carrying ``_parseError`` (the article says Ink
+lets them through and asks for exactly this, §4.3); tools run one after another here —
+the concurrent batch of the second article lives in ``ink_py/core/parallel.py`` and
+plugs in through ``execute_batch``. Steering, compaction and sessions are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, TypedDict
+
+from ..provider.shared import ProviderError
+from ..provider.types import LLMEvent, LLMProvider, LLMRequest
+from .abort import AbortSignal
+from .messages import AgentMessage, AssistantMessage, ToolCallBlock, ToolResult, Usage, add_usage, empty_usage
+from .tools.schema import check_arguments
+from .tools.types import Tool
+
+DEFAULT_MAX_TOKENS = 8192
+DEFAULT_MAX_ITERATIONS = 40  # a safety valve against runaway tool loops (second article §六)
+
+
+class ToolStart(TypedDict):
+    type: Literal["tool_start"]
+    toolCallId: str
+    name: str
+    args: Any
+
+
+class ToolEnd(TypedDict):
+    type: Literal["tool_end"]
+    result: ToolResult
+
+
+AgentEvent = LLMEvent | ToolStart | ToolEnd
+OnEvent = Callable[[AgentEvent], Any]
+# The permission gate: sees {"toolCallId", "name", "args"} before a call runs; may return
+# {"block": True, "reason": "..."} to refuse it.
+OnToolCall = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+
+
+class RunResult(TypedDict):
+    stopReason: Literal["completed", "max_iterations", "aborted"]
+    turns: int  # assistant replies produced in this run
+    usage: Usage  # summed over every reply
+    truncated: bool  # the final answer stopped at the output limit (§4.4)
+
+
+# ── §2.3 stream_assistant: events in, one assistant message out ─────────────────────────
+
+
+def stream_assistant(
+    provider: LLMProvider, request: LLMRequest, on_event: OnEvent | None = None
+) -> AssistantMessage | None:
+    """Forward every event to ``on_event``; return the ``message_end`` message, or None if aborted."""
+    signal = request.get("signal")
+    events = provider.stream(request)
+    try:
+        for event in events:
+            if signal is not None and signal.aborted:
+                return None
+            if on_event is not None:
+                on_event(event)  # text and tool fragments can be shown at once
+            if event["type"] == "message_end":
+                return {**event["message"], "model": request["model"]}
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()  # returning early: release the provider's connection now
+    if signal is not None and signal.aborted:
+        return None  # an abort ended the stream early (abort_safe): a clean stop, not an error
+    raise ProviderError("provider stream ended without a message_end event")
+
+
+# ── run_agent_loop ──────────────────────────────────────────────────────────────────────
+
+
+def run_agent_loop(
+    *,
+    provider: LLMProvider,
+    model: str,
+    system: str,
+    tools: list[Tool],
+    history: list[AgentMessage],
+    user_message: str | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    on_event: OnEvent | None = None,
+    on_message: Callable[[AgentMessage], Any] | None = None,
+    on_tool_call: OnToolCall | None = None,
+    signal: AbortSignal | None = None,
+    execute_batch: Callable[..., None] | None = None,
+) -> RunResult:
+    """Run the conversation in ``history`` (appended in place) until the model stops calling tools."""
+    run_batch = execute_batch or execute_tool_batch
+    usage = empty_usage()
+    turns = 0
+
+    def finish(stop_reason: Any, truncated: bool = False) -> RunResult:
+        return {"stopReason": stop_reason, "turns": turns, "usage": usage, "truncated": truncated}
+
+    def push(message: AgentMessage) -> None:
+        history.append(message)
+        if on_message is not None:
+            on_message(message)
+
+    if user_message:
+        push({"role": "user", "content": user_message})
+    tool_map = {tool["name"]: tool for tool in tools}
+
+    while True:
+        if signal is not None and signal.aborted:
+            return finish("aborted")
+
+        request: LLMRequest = {
+            "model": model,
+            "system": system,
+            "messages": history,
+            "tools": tools,  # type: ignore[typeddict-item]  # a Tool is a ToolSpec plus execute
+            "maxTokens": max_tokens,
+            "signal": signal,
+        }
+        assistant = stream_assistant(provider, request, on_event)
+        if assistant is None:
+            return finish("aborted")
+        add_usage(usage, assistant["usage"])
+        push(assistant)
+        turns += 1
+
+        tool_calls: list[ToolCallBlock] = [b for b in assistant["blocks"] if b["type"] == "toolCall"]
+        if not tool_calls:
+            # §4.4: an answer cut at the output limit still ends the run, but says so.
+            return finish("completed", truncated=assistant["stopReason"] == "max_tokens")
+
+        results: list[ToolResult] = []
+        if turns >= max_iterations:
+            # Never run: close each call with a result so the history stays valid to resume.
+            fill_missing_tool_results(tool_calls, results, "(not executed: reached max turns)")
+            push({"role": "toolResult", "results": results})
+            return finish("max_iterations")
+
+        if assistant["stopReason"] == "max_tokens":
+            fail_tool_calls_from_truncated_message(tool_calls, results, on_event)  # §4.4: run none
+        else:
+            run_batch(tool_calls, tool_map, signal, on_tool_call, on_event, results)
+        # An abort can stop the batch midway: answer the calls that never ran.
+        fill_missing_tool_results(tool_calls, results, "(interrupted before this tool ran)")
+        push({"role": "toolResult", "results": results})
+
+
+# ── §4.4 fail_tool_calls_from_truncated_message ─────────────────────────────────────────
+
+
+def fail_tool_calls_from_truncated_message(
+    tool_calls: list[ToolCallBlock], results: list[ToolResult], on_event: OnEvent | None = None
+) -> None:
+    """The reply stopped at the output limit: none of its calls can be trusted to be whole.
+
+    Even arguments that parse may be cut short, so no call runs; each gets an error
+    result asking the model to send it again, complete.
+    """
+    # exercise 8 ▼ fail_tool_calls_from_truncated_message
+    for call in tool_calls:
+        result: ToolResult = {
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "content": (
+                f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
+                f"{call['name']} may be truncated; the call was not run. Send the call again with complete arguments."
+            ),
+            "isError": True,
+        }
+        results.append(result)
+        if on_event is not None:
+            on_event({"type": "tool_start", "toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
+            on_event({"type": "tool_end", "result": result})
+    # exercise 8 ▲
+
+
+def fill_missing_tool_results(tool_calls: Iterable[ToolCallBlock], results: list[ToolResult], reason: str) -> None:
+    """Give every call that has no result yet an error result saying why it never ran."""
+    answered = {result["toolCallId"] for result in results}
+    for call in tool_calls:
+        if call["id"] not in answered:
+            results.append({"toolCallId": call["id"], "toolName": call["name"], "content": reason, "isError": True})
+
+
+# ── running the tools ───────────────────────────────────────────────────────────────────
+
+
+def execute_tool_batch(
+    tool_calls: list[ToolCallBlock],
+    tool_map: dict[str, Tool],
+    signal: AbortSignal | None,
+    on_tool_call: OnToolCall | None,
+    on_event: OnEvent | None,
+    results: list[ToolResult],
+) -> None:
+    """Run one reply's calls in order, appending a result for each; stop early on abort."""
+    for call in tool_calls:
+        if signal is not None and signal.aborted:
+            return  # the rest never start; fill_missing_tool_results answers them
+        if on_event is not None:
+            on_event({"type": "tool_start", "toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
+        result = (
+            prepare_tool_call(call, tool_map) or gate_tool_call(call, on_tool_call) or run_tool(call, tool_map, signal)
+        )
+        results.append(result)
+        if on_event is not None:
+            on_event({"type": "tool_end", "result": result})
+
+
+def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolResult | None:
+    """An error result if the call must not run (unknown tool, bad arguments); None if it may."""
+    tool = tool_map.get(call["name"])
+    args = call["arguments"]
+    if tool is None:
+        problem = f'unknown tool "{call["name"]}". Available tools: {", ".join(tool_map) or "none"}.'
+    elif not isinstance(args, dict):
+        problem = f"tool arguments must be a JSON object, got: {json.dumps(args, ensure_ascii=False)[:200]}"
+    elif "_parseError" in args:
+        # exercise 7 ▼ block unparseable arguments
+        # Beyond §4.3: Ink passes this record to the tool; here the call is blocked outright.
+        began = json.dumps(str(args.get("raw", ""))[:200], ensure_ascii=False)
+        problem = (
+            f"the arguments for {call['name']} were not valid JSON, so the call was not run. "
+            f"They began: {began}. Send the call again with complete, valid JSON arguments."
+        )
+        # exercise 7 ▲
+    else:
+        issues = check_arguments(tool["parameters"], args)
+        if not issues:
+            return None
+        problem = f"invalid arguments for {call['name']} — {'; '.join(issues[:5])}. Fix the arguments and retry."
+    return {"toolCallId": call["id"], "toolName": call["name"], "content": f"Error: {problem}", "isError": True}
+
+
+def gate_tool_call(call: ToolCallBlock, on_tool_call: OnToolCall | None) -> ToolResult | None:
+    """Ask the permission gate (if any); an error result if it blocks the call."""
+    if on_tool_call is None:
+        return None
+    decision = on_tool_call({"toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
+    if not decision or not decision.get("block"):
+        return None
+    reason = decision.get("reason") or "no reason given"
+    return {
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "content": f'Tool "{call["name"]}" blocked: {reason}',
+        "isError": True,
+    }
+
+
+def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal | None) -> ToolResult:
+    """Execute a prepared call; an exception becomes an error result the model can read."""
+    try:
+        output = tool_map[call["name"]]["execute"](call["arguments"], signal)
+        return {
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "content": output["output"],
+            "isError": bool(output.get("isError", False)),
+        }
+    except Exception as err:  # a tool's bug must not end the run: the model is told instead
+        return {
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "content": f"Error: tool {call['name']} threw: {err}",
+            "isError": True,
+        }

@@ -1,0 +1,270 @@
+"""The scripted model over HTTP: an OpenAI-compatible Chat Completions server on 127.0.0.1.
+
+With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to
+it through the same provider code a real endpoint gets — real sockets, chunked SSE, CRLF
+frames, reads that end in the middle of a character — so the demo needs no network and
+no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai``
+package, or any OpenAI-compatible client::
+
+    $ ink-py serve-model --port 8765
+    http://127.0.0.1:8765/v1
+    $ curl -N http://127.0.0.1:8765/v1/chat/completions -d '{"stream": true, "messages": [...]}'
+
+Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models``.
+What to answer, and how the bytes are cut, is decided in ``scripted_model`` (pure logic);
+this module only reads requests and writes the replies' pieces with ``delay`` seconds
+between them. Worked example — nothing here opens a socket until you ask::
+
+    >>> vars(parse_args(["--scenario", "slow"]))   # the command's settings, defaults filled in
+    {'host': '127.0.0.1', 'port': 0, 'scenario': 'slow', 'delay': 0.02}
+
+and, in a program (or a test)::
+
+    with start_model_server(delay=0) as server:
+        OpenAICompletionsProvider(server.base_url).stream(request)   # real HTTP, on 127.0.0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .scripted_model import (
+    DEFAULT_SCENARIO,
+    MODEL_ID,
+    SSE_TYPE,
+    Reply,
+    build_reply,
+    error_body,
+    error_reply,
+    json_reply,
+    scenario_names,
+)
+
+DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arrive
+HOLD_SECONDS = 60.0  # the abort scenario stays silent this long unless the client leaves
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+MODELS_PATHS = ("/v1/models", "/models")
+
+
+class ModelServer:
+    """A running scripted model: ``base_url``, the ``requests`` it received, ``close()``."""
+
+    def __init__(self, httpd: _Server, thread: threading.Thread) -> None:
+        self._httpd = httpd
+        self._thread = thread
+        host, port = httpd.server_address[:2]
+        self.base_url = f"http://{host}:{port}/v1"
+        self.requests: list[Any] = httpd.received  # request bodies, in arrival order
+
+    def close(self) -> None:
+        """Stop serving and drop open connections (a held or streaming reply ends at once)."""
+        if self._httpd.stopping.is_set():
+            return
+        self._httpd.stopping.set()  # wakes handlers pausing between writes or holding a connection
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        for conn in list(self._httpd.connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)  # wakes a handler waiting for a keep-alive request
+            except OSError:
+                pass
+        self._thread.join()
+
+    def __enter__(self) -> ModelServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_model_server(
+    host: str = "127.0.0.1", port: int = 0, scenario: str = DEFAULT_SCENARIO, delay: float = DEFAULT_DELAY
+) -> ModelServer:
+    """Serve on a daemon thread and return at once. Raises ValueError for an unknown scenario,
+    OSError when the port cannot be bound."""
+    if scenario not in scenario_names():
+        raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(scenario_names())}")
+    httpd = _Server((host, port), _Handler)
+    httpd.scenario, httpd.delay = scenario, delay
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="ink-scripted-model", daemon=True)
+    thread.start()
+    return ModelServer(httpd, thread)
+
+
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer (daemon threads) plus the settings and records the handlers share."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.scenario = DEFAULT_SCENARIO
+        self.delay = DEFAULT_DELAY
+        self.received: list[Any] = []
+        self.stopping = threading.Event()
+        self.connections: set[socket.socket] = set()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # the client hung up: not worth a traceback
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked bodies
+    server_version = "ink-scripted-model"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server.connections.discard(self.connection)
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the terminal belongs to the agent's output
+
+    def do_GET(self) -> None:
+        path = self._path()
+        if path in MODELS_PATHS:
+            self._send_json(200, {"object": "list", "data": [_model_entry(MODEL_ID)]})
+        elif path.startswith(tuple(p + "/" for p in MODELS_PATHS)):
+            self._send_json(200, _model_entry(path.rsplit("/", 1)[1]))  # any id: one scripted model
+        else:
+            self._send_json(404, error_body(f"Invalid URL (GET {path})"))
+
+    def do_POST(self) -> None:
+        raw = self._read_body()  # read first, so a keep-alive connection stays in step
+        path = self._path()
+        if path not in CHAT_PATHS:
+            self._send_json(404, error_body(f"Invalid URL (POST {path})"))
+            return
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError) as err:
+            self._send_json(400, error_body(f"We could not parse the JSON body of your request: {err}"))
+            return
+        self.server.received.append(body)
+        try:
+            reply = build_reply(body, self.server.scenario, int(time.time()))
+        except Exception as err:  # a bug in the script must not leave the client hanging
+            reply = error_reply(500, f"the scripted model failed: {err!r}")
+        self._send(reply)
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/") or "/"
+
+    def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            self.close_connection = True  # no length (or a chunked upload): the body's end is unknown
+            return b""
+        return self.rfile.read(int(length))
+
+    def _send_json(self, status: int, value: Any) -> None:
+        self._send(json_reply(status, value))
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply["status"])
+        self.send_header("Content-Type", reply["content_type"])
+        streaming = reply["content_type"] == SSE_TYPE
+        if streaming:
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(sum(len(w) for w in reply["writes"])))
+        self.end_headers()
+        if not streaming:
+            self.wfile.write(b"".join(reply["writes"]))
+            return
+        pause = self.server.delay if reply["pause"] is None else reply["pause"]
+        try:
+            for number, piece in enumerate(reply["writes"]):
+                if number and pause > 0 and self.server.stopping.wait(pause):
+                    self.close_connection = True  # the server is closing: drop the reply half-sent
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))  # one write, one HTTP chunk
+            if reply["hold"] and not self._hold():
+                self.close_connection = True  # the client gave up (or the server closed)
+                return
+            self.wfile.write(b"0\r\n\r\n")  # the last chunk: the body is complete
+        except OSError:
+            self.close_connection = True  # the client hung up mid-reply: nothing to say to it
+
+    def _hold(self) -> bool:
+        """Stay silent like a stalled model; False as soon as the client disconnects."""
+        deadline = time.monotonic() + HOLD_SECONDS
+        while time.monotonic() < deadline and not self.server.stopping.is_set():
+            readable, _, _ = select.select([self.connection], [], [], 0.1)
+            if not readable:
+                continue
+            try:
+                if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    return False  # readable and empty: the client closed its end
+            except OSError:
+                return False
+            self.server.stopping.wait(0.1)  # the client sent bytes early; keep waiting, don't spin
+        return not self.server.stopping.is_set()
+
+
+def _model_entry(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "ink_py"}
+
+
+# ── ink-py serve-model ──────────────────────────────────────────────────────────────────
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="ink-py serve-model",
+        description="Serve ink_py's scripted model as an OpenAI-compatible Chat Completions endpoint.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: any free port)")
+    parser.add_argument("--scenario", default=DEFAULT_SCENARIO, help=f"one of: {', '.join(scenario_names())}")
+    parser.add_argument("--delay", type=float, default=DEFAULT_DELAY, help="seconds between writes (default 0.02)")
+    args = parser.parse_args(argv)
+    if args.delay < 0:
+        parser.error("--delay must not be negative")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``ink-py serve-model``: print the base URL first, serve until Ctrl-C, exit 0."""
+    args = parse_args(argv)
+    if args.scenario not in scenario_names():
+        print(
+            f"error: unknown scenario {args.scenario!r}; choose one of: {', '.join(scenario_names())}", file=sys.stderr
+        )
+        return 2
+    try:
+        server = start_model_server(args.host, args.port, args.scenario, args.delay)
+    except OSError as err:
+        print(f"error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    try:
+        print(server.base_url, flush=True)  # the first line: scripts read the URL from here
+        print(
+            f"try: ink-py --base-url {server.base_url}   or:   curl -N {server.base_url}/chat/completions "
+            """-d '{"stream": true, "messages": [{"role": "user", "content": "read README.md"}]}'   """
+            "(Ctrl-C stops)",
+            flush=True,
+        )
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how this command ends: no traceback
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

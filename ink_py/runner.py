@@ -1,0 +1,210 @@
+"""Running one prompt in the terminal — mirrors Ink's ``src/runner.ts`` (printRunStats).
+
+The runner is the edge where events become pixels: it wires the provider, the read tool
+and the loop together, shows every event as it arrives, turns Ctrl-C into an abort,
+writes the optional trace, and ends with Ink's one-line summary::
+
+    我先读一下 README.md。
+      ↳ read {"path":"README.md"}          ← the arguments as they stream in (dim)
+    → read {"path": "README.md"}          ← the call runs
+    ← read ok · 1.9 KB
+    README.md 的标题是「ink_py」…
+    — ink-scripted · 2 turns · in 412 / out 97 tokens
+
+The answer's text goes to stdout; tool lines, notices and the summary go to stderr, so
+``ink-py … > answer.txt`` keeps just the answer. Colour only on a terminal, never with
+NO_COLOR. Two display policies: ``ink`` (Ink's: argument fragments shown as they
+arrive) and ``filtered`` (the second article §五's "静默积累": a call being prepared is
+announced, its raw JSON is not).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal as signals
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, TypedDict
+
+from .core.abort import AbortController
+from .core.loop import AgentEvent, RunResult, run_agent_loop
+from .core.messages import AgentMessage
+from .core.tools.read import create_read_tool
+from .provider.types import LLMProvider
+
+
+class RunOptions(TypedDict):
+    provider: LLMProvider
+    model: str
+    system: str
+    prompt: str
+    workspace: str
+    max_turns: int
+    max_tokens: int
+    display: str  # "ink" or "filtered"
+    trace: IO[str] | None
+    execute_batch: Callable[..., None] | None
+
+
+EXIT_COMPLETED, EXIT_ERROR, EXIT_TRUNCATED, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def run_prompt(options: RunOptions, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    """Run the agent on one prompt and return the process exit code (errors propagate)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    controller = AbortController()
+    display = Display(out, err, options["display"])
+    history: list[AgentMessage] = []
+
+    def on_event(event: AgentEvent) -> None:
+        display.show(event)
+        if options["trace"] is not None:
+            write_trace(options["trace"], event)
+
+    with ctrl_c_aborts(controller, display):
+        result = run_agent_loop(
+            provider=options["provider"],
+            model=options["model"],
+            system=options["system"],
+            tools=[create_read_tool(options["workspace"])],
+            history=history,
+            user_message=options["prompt"],
+            max_tokens=options["max_tokens"],
+            max_iterations=options["max_turns"],
+            on_event=on_event,
+            signal=controller.signal,
+            execute_batch=options["execute_batch"],
+        )
+    display.end_line()
+    if options["trace"] is not None:
+        write_trace(options["trace"], {"type": "run_end", **result, "model": options["model"]})
+    print_run_stats(result, options["model"], options["max_turns"], err, display.colour)
+    return exit_code(result)
+
+
+def exit_code(result: RunResult) -> int:
+    if result["stopReason"] == "aborted":
+        return EXIT_INTERRUPTED
+    if result["stopReason"] == "max_iterations":
+        return EXIT_MAX_TURNS
+    return EXIT_TRUNCATED if result["truncated"] else EXIT_COMPLETED
+
+
+def print_run_stats(result: RunResult, model: str, max_turns: int, err: IO[str], colour: bool = False) -> None:
+    """Ink's closing line: ``— <model> · <turns> turns · in <n> / out <m> tokens``, plus why it stopped."""
+    usage = result["usage"]
+    line = f"— {model} · {result['turns']} turns · in {usage['inputTokens']} / out {usage['outputTokens']} tokens"
+    if usage["cacheReadTokens"]:
+        line += f" (+{usage['cacheReadTokens']} cached)"
+    if result["stopReason"] == "aborted":
+        line += " (aborted)"
+    elif result["stopReason"] == "max_iterations":
+        line += f" (stopped: reached max turns ({max_turns}))"
+    print(paint(line, "2", colour), file=err)
+    if result["truncated"]:  # §4.4: completed, yet the answer is not whole
+        notice = "the answer was cut at the output limit (max_tokens); send another message to continue"
+        print(paint(notice, "33", colour), file=err)
+
+
+class Display:
+    """Shows agent events as they arrive, keeping stdout and stderr lines from running together."""
+
+    def __init__(self, out: IO[str], err: IO[str], policy: str = "ink") -> None:
+        self.out, self.err, self.policy = out, err, policy
+        self.colour = wants_colour(err)  # colour goes to the status lines on stderr
+        self.open_line: IO[str] | None = None  # the stream whose last line is unfinished, if any
+        self.in_thinking = False
+
+    def show(self, event: AgentEvent) -> None:
+        kind = event["type"]
+        if kind == "text_delta":
+            if self.in_thinking:
+                self.end_line()
+                self.in_thinking = False
+            self.write(self.out, event["text"])
+        elif kind == "thinking_delta":
+            self.in_thinking = True
+            self.write(self.err, event["text"], "2;3")
+        elif kind == "tool_call_start":
+            self.end_line()
+            if self.policy == "filtered":  # second article §五: announce, do not show raw JSON
+                self.write(self.err, f"  … preparing a {event['name'] or 'tool'} call", "2")
+            else:
+                self.write(self.err, f"  ↳ {event['name']} ", "2")
+        elif kind == "tool_call_delta" and self.policy != "filtered":
+            self.write(self.err, event["jsonDelta"], "2")
+        elif kind == "message_end":
+            self.end_line()
+        elif kind == "tool_start":
+            self.end_line()
+            args = json.dumps(event["args"], ensure_ascii=False)
+            self.write(self.err, f"→ {event['name']} {shorten(args, 100)}\n", "36")
+        elif kind == "tool_end":
+            result = event["result"]
+            if result["isError"]:
+                first_line = shorten(result["content"].splitlines()[0] if result["content"] else "", 120)
+                self.write(self.err, f"← {result['toolName']} error: {first_line}\n", "31")
+            else:
+                self.write(self.err, f"← {result['toolName']} ok · {human_size(result['content'])}\n", "32")
+
+    def write(self, stream: IO[str], text: str, colour_code: str = "") -> None:
+        if not text:
+            return
+        if stream is self.err:
+            self.out.flush()  # keep the two streams in order on one terminal
+        body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+        stream.write((paint(body, colour_code, self.colour) if colour_code else body) + newline)
+        stream.flush()
+        self.open_line = None if newline else stream
+
+    def end_line(self) -> None:
+        """Finish an unfinished line (on the stream it is on) before a new kind of output."""
+        if self.open_line is not None:
+            self.write(self.open_line, "\n")
+
+
+def write_trace(trace: IO[str], record: Any) -> None:
+    """One JSON line per event, written as it happens (``tail -f`` works)."""
+    trace.write(json.dumps(record, ensure_ascii=False) + "\n")
+    trace.flush()
+
+
+@contextmanager
+def ctrl_c_aborts(controller: AbortController, display: Display) -> Iterator[None]:
+    """First Ctrl-C aborts the run through the signal; a second one stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers exist only on the main thread (e.g. inside a web server)
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if controller.signal.aborted:
+            raise KeyboardInterrupt  # pressed twice: stop waiting for a clean abort
+        display.end_line()
+        display.write(display.err, "aborting… (press Ctrl-C again to quit at once)\n", "33")
+        controller.abort("interrupted")  # wakes a blocked read: the provider closes its socket
+
+    previous = signals.signal(signals.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signals.signal(signals.SIGINT, previous)
+
+
+def wants_colour(stream: IO[str]) -> bool:
+    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+
+
+def paint(text: str, code: str, colour: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if colour and text else text
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def human_size(text: str) -> str:
+    size = len(text.encode("utf-8"))
+    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"

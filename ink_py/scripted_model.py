@@ -1,0 +1,446 @@
+"""The built-in scripted model: what it answers, and the bytes it streams — no sockets here.
+
+``ink-py`` with no ``--base-url`` starts ``model_server`` (the HTTP side) and talks to it
+through the real provider code, so a newcomer sees the whole loop without a network or a
+key: the model asks to ``read`` the file named in the prompt (default README.md), then
+summarises what the tool returned. This module decides that answer from the request
+alone (the server keeps no conversation state), encodes it as OpenAI Chat Completions
+chunks with CRLF frames, and cuts the body into awkward writes, the way a real network
+delivers it. The article's scenarios (``ink_py.scenarios``) replay their fixtures instead.
+
+Worked example — turn 1 asks for the file, turn 2 summarises the tool's result::
+
+    >>> body = {"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]}
+    >>> answer = plan_answer(body)
+    >>> answer["text"], answer["tool_call"]["name"], answer["tool_call"]["arguments"]
+    ('我先读一下 setup.cfg。', 'read', '{"path": "setup.cfg"}')
+    >>> print(summarise_file("README.md", "# ink_py\\n\\n```sh\\n$ pip install -e .\\nink-py\\n```\\n"))
+    README.md 的标题是「ink_py」。它给出的命令:
+    <BLANKLINE>
+    ```sh
+    pip install -e .
+    ink-py
+    ```
+    <BLANKLINE>
+    以上命令按它们在文件里出现的顺序列出。
+    >>> split_awkwardly("data: 读\\r\\n\\r\\n".encode(), stride=5)   # a cut inside 读, and between CR and LF
+    [b'data:', b' \\xe8', b'\\xaf\\xbb\\r', b'\\n\\r', b'\\n']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from itertools import pairwise
+from typing import Any, TypedDict
+
+from .scenarios import SCENARIOS, fixture_path
+
+MODEL_ID = "ink-scripted"
+DEFAULT_SCENARIO = "readme"
+SLOW_SCENARIO = "slow"  # not an article scenario: a long, slow answer to press Ctrl-C on
+DEFAULT_FILE = "README.md"
+RETRY_PHRASE = "Send the call again"  # the loop's wording when it refused a call's arguments
+SSE_TYPE = "text/event-stream"
+JSON_TYPE = "application/json"
+
+TEXT_PIECE = 5  # characters per text delta
+ARGUMENT_PIECE = 6  # characters per tool-argument fragment: `{"path` `": "RE` `ADME.m` `d"}`
+SPLIT_STRIDE = 64  # bytes between the regular cuts of split_awkwardly
+SLOW_SECONDS = 20.0  # the slow scenario's length, whatever the server's delay
+SLOW_PIECE = 2
+MAX_COMMANDS = 8
+SHELL_INFOS = {"", "sh", "bash", "shell", "console"}  # fenced blocks whose lines are commands
+
+SLOW_TEXT = (
+    "这是一段故意放慢的回答,用来练习中断。模型每隔一小会儿才送来两个字,像一台忙碌的服务器。"
+    "现在按下 Ctrl-C:Ink 调用 controller.abort(),关闭正在读取的连接;阻塞在读取上的线程随即醒来,"
+    "abort_safe 把这次失败认作用户的取消而不是故障,于是事件流悄悄结束,不产生 message_end,"
+    "已经收到的半段文字也不会被当成一条完整的回答交给循环。"
+    "如果一直不按,这段话大约二十秒后会自己说完,以 finish_reason stop 结束。"
+    "下次可以在任意一个字的中间按下 Ctrl-C,看看屏幕停在哪里,再看看循环怎样收场。"
+)
+
+# A path with an extension: README.md, setup.cfg, docs/intro.md (ASCII, so 读取README.md works too).
+_FILE_NAME = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]*(?![\w/-])", re.ASCII)
+_HEADING = re.compile(r" {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([^\s`]*)")
+_NUMBERED = re.compile(r"\s*\d+(?:→|\t|\|)")  # "  12→text", "12\ttext": a read tool's line numbers
+
+
+class ToolCall(TypedDict):
+    id: str
+    name: str
+    arguments: str  # the JSON text, as a model writes it
+
+
+class Answer(TypedDict):
+    """What to say. ``fixture`` set: replay that fixture's bytes instead of text and tool_call."""
+
+    text: str
+    tool_call: ToolCall | None
+    fixture: str | None
+    hold: bool  # after the reply, keep the connection open and silent (the abort scenario)
+    slow: bool
+
+
+class Reply(TypedDict):
+    """What the server sends: everything but the sockets and the clock."""
+
+    status: int
+    content_type: str
+    writes: list[bytes]  # SSE bodies go out as chunked writes, one HTTP chunk each
+    pause: float | None  # seconds between writes; None means the server's --delay
+    hold: bool
+
+
+def scenario_names() -> list[str]:
+    """Every name ``--scenario`` accepts.
+
+    >>> scenario_names()[0], scenario_names()[-1]
+    ('readme', 'slow')
+    """
+    return [*SCENARIOS, SLOW_SCENARIO]
+
+
+# ── what to answer ──────────────────────────────────────────────────────────────────────
+
+
+def plan_answer(body: dict[str, Any], scenario: str = DEFAULT_SCENARIO) -> Answer:
+    """Decide the reply from the request's messages alone (turn 1, a retry, or a summary)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        return _text(help_text("请求里没有可读的 messages 列表。"))
+    path = requested_file(messages)
+    results = latest_tool_results(messages)
+    call_id = "call_" + _digest(messages)[24:48]  # stateless, yet new for every new conversation state
+
+    if results:  # a later turn: the loop ran our tool calls
+        if any(RETRY_PHRASE in message_text(r.get("content")) for r in results):
+            if not has_read_tool(body):
+                return _text(help_text("请求声明了工具,但其中没有 read。"))
+            return _read_call(f"刚才的调用没能执行,我重新读取 {path}。", path, call_id)
+        return _text(summarise_results(messages, results))
+    if messages[-1].get("role") != "user":
+        return _text(help_text("最后一条消息既不是用户的提问,也不是工具结果。"))
+    if scenario in SCENARIOS and scenario != DEFAULT_SCENARIO:
+        fixture = SCENARIOS[scenario]["fixture"]
+        return {"text": "", "tool_call": None, "fixture": fixture, "hold": scenario == "abort", "slow": False}
+    if scenario == SLOW_SCENARIO:
+        return {**_text(SLOW_TEXT), "slow": True}
+    if not has_read_tool(body):
+        return _text(help_text("请求声明了工具,但其中没有 read。"))
+    return _read_call(f"我先读一下 {path}。", path, call_id)
+
+
+def _text(text: str) -> Answer:
+    return {"text": text, "tool_call": None, "fixture": None, "hold": False, "slow": False}
+
+
+def _read_call(text: str, path: str, call_id: str) -> Answer:
+    arguments = json.dumps({"path": path}, ensure_ascii=False)
+    return {**_text(text), "tool_call": {"id": call_id, "name": "read", "arguments": arguments}}
+
+
+def help_text(reason: str) -> str:
+    """The plain-text answer for requests the script does not cover."""
+    return (
+        f"{reason}我是 ink_py 的脚本模型({MODEL_ID}),只会一件事:在最新的用户消息里找一个文件名"
+        f"(默认 {DEFAULT_FILE}),用 read 工具读取它,再根据工具返回的内容说出它的标题和命令。"
+    )
+
+
+def has_read_tool(body: dict[str, Any]) -> bool:
+    """True when ``tools`` offers ``read`` — or is absent, so a bare ``curl`` still sees a tool call."""
+    tools = body.get("tools")
+    if not tools:
+        return True
+    if not isinstance(tools, list):
+        return False
+    return any(
+        isinstance(t, dict) and isinstance(t.get("function"), dict) and t["function"].get("name") == "read"
+        for t in tools
+    )
+
+
+def message_text(content: Any) -> str:
+    """A message's text, whether ``content`` is a string or a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def requested_file(messages: list[dict[str, Any]]) -> str:
+    """The first path with an extension in the latest user message, else README.md.
+
+    >>> requested_file([{"role": "user", "content": "看看 docs/intro.md,再说说 README.md"}])
+    'docs/intro.md'
+    >>> requested_file([{"role": "user", "content": "项目怎样启动?"}])
+    'README.md'
+    """
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            match = _FILE_NAME.search(message_text(message.get("content")))
+            return match.group(0) if match else DEFAULT_FILE
+    return DEFAULT_FILE
+
+
+def latest_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``role: "tool"`` messages at the end of the conversation (this turn's results)."""
+    results: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, message)
+    return results
+
+
+# ── turn 2: summarise what the tools returned ───────────────────────────────────────────
+
+
+def summarise_results(messages: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """One paragraph per tool result, naming the file each call asked for."""
+    paths: dict[str, str] = {}  # tool_call_id → the path its arguments named
+    for message in messages:
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            try:
+                arguments = json.loads(call["function"]["arguments"])
+                paths[str(call["id"])] = str(arguments["path"])
+            except (KeyError, TypeError, ValueError):
+                pass  # not a read call we can name: fall back to the prompt's file
+    fallback = requested_file(messages)
+    return "\n\n".join(
+        summarise_file(paths.get(str(r.get("tool_call_id")), fallback), message_text(r.get("content"))) for r in results
+    )
+
+
+def summarise_file(path: str, content: str) -> str:
+    """The turn-2 answer for one tool result: the error, or the file's title and commands."""
+    if content.startswith("Error"):
+        first_line = content.splitlines()[0].strip()
+        return f"读取 {path} 失败,工具返回:「{first_line}」。"
+    lines = strip_line_numbers(content.splitlines())
+    shown = [line.strip() for line in lines if line.strip()]
+    if not shown or content.strip() in ("(no tool output)", "[File is empty.]"):  # the loop's and read's notes
+        return f"{path} 是空的,没有可以概括的内容。"
+    commands = file_commands(lines)
+    head = f"{path} 的标题是「{file_title(lines)}」。"
+    if commands:
+        block = "\n".join(commands)
+        return f"{head}它给出的命令:\n\n```sh\n{block}\n```\n\n以上命令按它们在文件里出现的顺序列出。"
+    quoted = "\n".join(f"> {line}" for line in shown[:3])
+    return f"{head}文件里没有给出命令,开头几行是:\n\n{quoted}"
+
+
+def strip_line_numbers(lines: list[str]) -> list[str]:
+    """Drop ``  12→`` / ``12<TAB>`` prefixes when every non-blank line has one."""
+    filled = [line for line in lines if line.strip()]
+    if not filled or not all(_NUMBERED.match(line) for line in filled):
+        return lines
+    return [_NUMBERED.sub("", line, count=1) for line in lines]
+
+
+def file_title(lines: list[str]) -> str:
+    """The first Markdown heading outside code blocks, else the first non-blank line."""
+    for line, block in _blocks(lines):
+        heading = _HEADING.match(line) if block is None else None
+        if heading and heading.group(1):
+            return heading.group(1)
+    return next((line.strip() for line in lines if line.strip()), "")
+
+
+def file_commands(lines: list[str]) -> list[str]:
+    """Lines of sh/bash/shell/console/unlabelled fenced blocks, ``$ `` removed, at most 8.
+
+    >>> file_commands(["```console", "$ make test", "ok", "```", "```python", "print(1)", "```"])
+    ['make test']
+    """
+    commands: list[str] = []
+    for line, block in _blocks(lines):
+        text = line.strip()
+        if block not in SHELL_INFOS or not text or text.startswith("#"):
+            continue  # outside a shell block, a blank line or a comment
+        if block == "console" and not text.startswith("$"):
+            continue  # a console block's other lines are output
+        commands.append(text.removeprefix("$").strip())
+        if len(commands) == MAX_COMMANDS:
+            break
+    return commands
+
+
+def _blocks(lines: list[str]) -> Iterator[tuple[str, str | None]]:
+    """Each line with the info string of the fenced block it is in (None outside); fences skipped."""
+    fence, info = "", ""  # the open fence's backticks or tildes; "" outside a block
+    for line in lines:
+        if not fence:
+            opening = _FENCE.match(line)
+            if opening:
+                fence, info = opening.group(1), opening.group(2).lower()
+            else:
+                yield line, None
+        elif line.strip().startswith(fence) and line.strip().strip(fence[0]) == "":
+            fence = ""  # the closing fence: at least as long, nothing after it
+        else:
+            yield line, info
+
+
+# ── encoding: chunks, frames, usage, the non-streaming object ───────────────────────────
+
+
+def build_reply(body: Any, scenario: str, created: int) -> Reply:
+    """Everything the server sends for one ``POST /chat/completions`` body."""
+    if not isinstance(body, dict):
+        return error_reply(400, "The request body must be a JSON object.")
+    answer = plan_answer(body, scenario)
+    stream = body.get("stream") is True
+    if answer["fixture"] is not None:
+        if not stream:
+            return error_reply(400, f'The scenario {scenario!r} replays a recorded stream: send "stream": true.')
+        data = fixture_path(answer["fixture"]).read_bytes()  # byte for byte: no usage, no [DONE] added
+        return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
+
+    model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else MODEL_ID
+    completion_id = "chatcmpl-" + _digest(body.get("messages"))[:24]
+    usage = estimate_usage(body.get("messages"), answer)
+    if not stream:
+        whole = completion(answer, model=model, completion_id=completion_id, created=created, usage=usage)
+        return json_reply(200, whole)
+
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+    chunks = stream_chunks(answer, model=model, completion_id=completion_id, created=created)
+    if include_usage:
+        for chunk in chunks:
+            chunk["usage"] = None  # as OpenAI does: every chunk but the last says "usage": null
+        chunks.append({**_chunk_head(model, completion_id, created), "choices": [], "usage": usage})
+    frames = [sse_frame(_json_bytes(chunk)) for chunk in chunks] + [sse_frame(b"[DONE]")]
+    if answer["slow"]:
+        return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))  # whole frames, slowly
+    return _reply(200, SSE_TYPE, split_awkwardly(b"".join(frames)))
+
+
+def error_body(message: str) -> dict[str, Any]:
+    """OpenAI's error shape."""
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+
+def error_reply(status: int, message: str) -> Reply:
+    return json_reply(status, error_body(message))
+
+
+def json_reply(status: int, value: Any) -> Reply:
+    return _reply(status, JSON_TYPE, [_json_bytes(value)])
+
+
+def _reply(
+    status: int, content_type: str, writes: list[bytes], pause: float | None = None, hold: bool = False
+) -> Reply:
+    return {"status": status, "content_type": content_type, "writes": writes, "pause": pause, "hold": hold}
+
+
+def stream_chunks(answer: Answer, *, model: str, completion_id: str, created: int) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of an answer: role, text, tool call, finish.
+
+    >>> call = {"id": "call_1", "name": "read", "arguments": '{"path": "a.md"}'}
+    >>> answer = {"text": "", "tool_call": call, "fixture": None, "hold": False, "slow": False}
+    >>> [c["choices"][0]["delta"] for c in stream_chunks(answer, model="m", completion_id="c", created=0)]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'role': 'assistant', 'content': ''},
+     {'tool_calls': [{'index': 0, 'id': 'call_1', 'type': 'function', 'function': {'name': 'read', 'arguments': ''}}]},
+     {'tool_calls': [{'index': 0, 'function': {'arguments': '{"path'}}]},
+     {'tool_calls': [{'index': 0, 'function': {'arguments': '": "a.'}}]},
+     {'tool_calls': [{'index': 0, 'function': {'arguments': 'md"}'}}]},
+     {}]
+    """
+    head = _chunk_head(model, completion_id, created)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]  # the first delta names the role
+    piece = SLOW_PIECE if answer["slow"] else TEXT_PIECE
+    chunks += [chunk({"content": text}) for text in _pieces(answer["text"], piece)]
+    call = answer["tool_call"]
+    if call is not None:
+        function = {"name": call["name"], "arguments": ""}  # opens the call; the arguments follow in fragments
+        chunks.append(chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function", "function": function}]}))
+        for fragment in _pieces(call["arguments"], ARGUMENT_PIECE):
+            chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}))
+    chunks.append(chunk({}, "tool_calls" if call is not None else "stop"))
+    return chunks
+
+
+def completion(
+    answer: Answer, *, model: str, completion_id: str, created: int, usage: dict[str, int]
+) -> dict[str, Any]:
+    """The whole answer as one ``chat.completion`` object (``"stream": false``)."""
+    message: dict[str, Any] = {"role": "assistant", "content": answer["text"] or None, "refusal": None}
+    call = answer["tool_call"]
+    if call is not None:
+        function = {"name": call["name"], "arguments": call["arguments"]}
+        message["tool_calls"] = [{"id": call["id"], "type": "function", "function": function}]
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if call else "stop"}
+    head = {"id": completion_id, "object": "chat.completion", "created": created, "model": model}
+    return {**head, "choices": [choice], "usage": usage}
+
+
+def estimate_usage(messages: Any, answer: Answer) -> dict[str, int]:
+    """Deterministic token counts: about four characters per token."""
+    call = answer["tool_call"]
+    prompt = _tokens(json.dumps(messages, ensure_ascii=False))
+    output = _tokens(answer["text"] + (call["name"] + call["arguments"] if call else ""))
+    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
+
+
+def sse_frame(data: bytes) -> bytes:
+    """One SSE event with CRLF line endings, as some proxies send them."""
+    return b"data: " + data + b"\r\n\r\n"
+
+
+def _chunk_head(model: str, completion_id: str, created: int) -> dict[str, Any]:
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def _digest(value: Any) -> str:
+    """48 hex digits that depend only on ``value``: ids stay deterministic without server state."""
+    return hashlib.sha256(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# ── splitting: the writes a slow network delivers ───────────────────────────────────────
+
+
+def split_awkwardly(data: bytes, stride: int = SPLIT_STRIDE) -> list[bytes]:
+    """Cut ``data`` into writes at awkward places; joined, they give ``data`` back.
+
+    Cuts fall every ``stride`` bytes (inside keys, numbers, JSON strings), after the first
+    byte of each line's first multi-byte UTF-8 character, and between the CR and LF of
+    every CRLF — each a place where a careless SSE reader breaks.
+    """
+    cuts = set(range(stride, len(data), stride))
+    offset = 0
+    for line in data.splitlines(keepends=True):  # bytes split only at CR, LF and CRLF
+        lead = next((i for i, byte in enumerate(line) if byte >= 0xC0), None)  # a multi-byte character starts
+        if lead is not None:
+            cuts.add(offset + lead + 1)  # its bytes arrive in two writes
+        if line.endswith(b"\r\n"):
+            cuts.add(offset + len(line) - 1)  # the CR ends one write, the LF opens the next
+        offset += len(line)
+    points = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
+    return [data[a:b] for a, b in pairwise(points) if b > a]  # never an empty write: it would end the body

@@ -1,0 +1,290 @@
+"""``ink-py`` end to end, as a user runs it: a subprocess, real HTTP, real exit codes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from .fake_server import FakeModelServer, Pause, Reply
+from .helpers import ROOT, fixture_bytes, sse, text_reply, tool_reply
+
+README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
+
+
+def ink_py(*args, cwd, env_extra=None, timeout=60):
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "NO_COLOR")
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    env["INK_SCRIPTED_DELAY"] = "0"  # the built-in model streams without pauses here
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "ink_py", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_readme_task_on_the_built_in_model(workspace):
+    trace = workspace / "trace.jsonl"
+    done = ink_py("--trace", str(trace), cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    # stdout holds the answer, built from what the read tool really returned
+    assert "我先读一下 README.md。" in done.stdout
+    assert "Demo project" in done.stdout and "pip install -e ." in done.stdout and "make run" in done.stdout
+    # stderr: the notice, one line per tool start and end, and Ink's summary line
+    assert "built-in scripted model" in done.stderr
+    assert '→ read {"path": "README.md"}' in done.stderr
+    assert "← read ok · 67 B" in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("— ink-scripted · 2 turns · in ")
+    assert "\033[" not in done.stderr  # no colour when not on a terminal
+
+    records = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    kinds = [r["type"] for r in records]
+    assert kinds[0] == "text_delta" and kinds[-1] == "run_end"
+    assert kinds.count("message_end") == 2 and kinds.count("tool_start") == 1 and kinds.count("tool_end") == 1
+    assert "tool_call_delta" in kinds
+    assert records[-1]["stopReason"] == "completed" and records[-1]["turns"] == 2
+    assert records[-1]["model"] == "ink-scripted" and records[-1]["truncated"] is False
+
+
+def test_a_prompt_naming_another_file_reads_that_one(workspace):
+    (workspace / "setup.cfg").write_text("[metadata]\nname = demo\n", encoding="utf-8")
+    done = ink_py("读取 setup.cfg,说说项目名", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert '→ read {"path": "setup.cfg"}' in done.stderr
+    assert "setup.cfg" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "scenario, code, stdout_words, stderr_words",
+    [
+        (
+            "interleaved",
+            0,
+            ["README.md", "读取 package.json 失败"],
+            ["← read error: Error: file not found: package.json"],
+        ),
+        ("missing-finish", 1, [], ["error: stream ended without finish_reason — response may be truncated"]),
+        (
+            "invalid-json",
+            0,
+            ["刚才的调用没能执行", "Demo project"],
+            ["← read error: Error: the arguments for read were not valid JSON"],
+        ),
+        ("length-tool", 0, ["Demo project"], ["output token limit"]),
+        ("length-text", 2, ["项目这样启动"], ["the answer was cut at the output limit"]),
+    ],
+)
+def test_the_article_scenarios_on_the_built_in_model(workspace, scenario, code, stdout_words, stderr_words):
+    done = ink_py("--scenario", scenario, cwd=workspace)
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    for words in stdout_words:
+        assert words in done.stdout
+    for words in stderr_words:
+        assert words in done.stderr
+
+
+def test_a_real_endpoint_with_a_key(workspace):
+    with FakeModelServer(
+        [Reply(parts=[tool_reply(("c1", "read", '{"path": "README.md"}'))]), Reply(parts=[text_reply("Run make run.")])]
+    ) as server:
+        done = ink_py("--base-url", server.base_url, "--model", "gpt-x", "--api-key", "sk-SECRET-1", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Run make run."
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-SECRET-1"
+    assert server.requests[0].body["model"] == "gpt-x"
+    assert server.requests[1].body["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": README.rstrip()}
+    assert "sk-SECRET-1" not in done.stdout + done.stderr
+
+
+def test_environment_fallbacks(workspace):
+    with FakeModelServer([Reply(parts=[text_reply("hi")])]) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-env", "INK_MODEL": "env-model"}
+        done = ink_py("hello", cwd=workspace, env_extra=env)
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-env"
+    assert server.requests[0].body["model"] == "env-model"
+    assert server.requests[0].body["messages"][-1] == {"role": "user", "content": "hello"}
+
+
+@pytest.mark.parametrize(
+    "script, code, words",
+    [
+        (
+            [
+                Reply(
+                    401, parts=[b'{"error": {"message": "Incorrect API key provided: sk-SECRET-1"}}'], framing="length"
+                )
+            ],
+            1,
+            "error: API error 401: Incorrect API key provided: *** — check the API key",
+        ),
+        (
+            [
+                Reply(
+                    parts=[
+                        sse({"choices": [{"delta": {"content": "partial"}}]}),
+                        b'data: {"error": {"message": "overloaded"}}\n\n',
+                    ]
+                )
+            ],
+            1,
+            "error: the server reported an error in the stream: overloaded",
+        ),
+        (
+            [Reply(parts=[fixture_bytes("article/missing_finish")])],
+            1,
+            "error: stream ended without finish_reason — response may be truncated",
+        ),
+        (
+            [Reply(parts=fixture_bytes("article/readme").split(b"\n\n")[:2], cut=True)],
+            1,
+            "error: the connection broke while reading the reply",
+        ),
+    ],
+    ids=["401", "mid-stream-error", "truncated-stream", "broken-connection"],
+)
+def test_server_failures_are_one_line_errors(workspace, script, code, words):
+    with FakeModelServer(script) as server:
+        done = ink_py("--base-url", server.base_url, "--model", "m", "--api-key", "sk-SECRET-1", cwd=workspace)
+    assert done.returncode == code
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr and "sk-SECRET-1" not in done.stderr
+    assert len(server.requests) == 1  # a 401 is not retried; a broken stream is never retried
+
+
+def test_429_with_retry_after_is_waited_out_then_succeeds(workspace):
+    script = [
+        Reply(429, {"Retry-After": "1"}, [b'{"error": {"message": "slow down"}}'], framing="length"),
+        Reply(parts=[text_reply("ok")]),
+    ]
+    with FakeModelServer(script) as server:
+        done = ink_py("--base-url", server.base_url, "--model", "m", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok" and len(server.requests) == 2
+
+
+def test_max_turns_exit_code(workspace):
+    replies = [Reply(parts=[tool_reply((f"c{i}", "read", '{"path": "README.md"}'))]) for i in range(2)]
+    with FakeModelServer(replies) as server:
+        done = ink_py("--base-url", server.base_url, "--model", "m", "--max-turns", "2", cwd=workspace)
+    assert done.returncode == 3
+    assert "(stopped: reached max turns (2))" in done.stderr
+
+
+def test_the_read_tool_stays_inside_the_workspace(workspace, tmp_path_factory):
+    secret = tmp_path_factory.mktemp("outside") / "secret.txt"
+    secret.write_text("TOP SECRET", encoding="utf-8")
+    reply = tool_reply(("c1", "read", json.dumps({"path": str(secret)})))
+    with FakeModelServer([Reply(parts=[reply]), Reply(parts=[text_reply("ok")])]) as server:
+        done = ink_py("--base-url", server.base_url, "--model", "m", cwd=workspace)
+    assert done.returncode == 0
+    tool_message = server.requests[1].body["messages"][-1]
+    assert "outside the workspace" in tool_message["content"] and "TOP SECRET" not in tool_message["content"]
+
+
+def test_sigint_during_a_long_pause_aborts_cleanly(workspace):
+    pause = Pause(limit=30)
+    first = fixture_bytes("article/readme").split(b"\n\n")[0] + b"\n\n"
+    with FakeModelServer(
+        [Reply(parts=[first, pause, b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'])]
+    ) as server:
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL")}
+        env["PYTHONPATH"] = str(ROOT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
+            cwd=workspace,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        first_text = process.stdout.read(len("我先读一下 README。"))  # the first event reached the user
+        process.send_signal(signal.SIGINT)
+        try:
+            stdout, stderr = process.communicate(timeout=10)
+        finally:
+            process.kill()
+            pause.event.set()
+    assert first_text == "我先读一下 README。"
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+    assert "(aborted)" in stderr and "0 turns" in stderr  # no message_end: the turn never completed
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--max-turns", "0"], "error: argument --max-turns: must be at least 1, got 0"),
+        (["--max-tokens", "lots"], "error: argument --max-tokens: 'lots' is not a whole number"),
+        (["--workspace", "/no/such/dir"], "error: --workspace /no/such/dir: not a folder"),
+        (["--scenario", "nope"], "error: argument --scenario: invalid choice: 'nope'"),
+        (["--base-url", "http://127.0.0.1:9/v1"], "error: name the model to use: --model NAME (or set INK_MODEL)"),
+        (
+            ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--scenario", "readme"],
+            "error: --scenario only applies",
+        ),
+        (["--trace", "/no/such/dir/t.jsonl"], "error: --trace /no/such/dir/t.jsonl: No such file or directory"),
+    ],
+)
+def test_usage_mistakes_are_one_line_errors(workspace, args, words):
+    done = ink_py(*args, cwd=workspace)
+    assert done.returncode == 1
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2
+
+
+def test_unreachable_endpoint_is_reported_after_retries(workspace):
+    with FakeModelServer([]) as server:
+        url = server.base_url
+    done = ink_py("--base-url", url, "--model", "m", cwd=workspace)
+    assert done.returncode == 1
+    assert f"error: could not reach the model server at {url}/chat/completions after 3 attempts" in done.stderr
+
+
+def test_record_saves_the_bodies_byte_for_byte(workspace):
+    body = fixture_bytes("servers/proxy_crlf")
+    with FakeModelServer([Reply(parts=[body[:50], body[50:]])]) as server:
+        done = ink_py(
+            "--base-url", server.base_url, "--model", "m", "--api-key", "sk-SECRET-1", "--record", "rec", cwd=workspace
+        )
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "rec" / "001-response.sse").read_bytes() == body
+    request = (workspace / "rec" / "001-request.json").read_text(encoding="utf-8")
+    assert json.loads(request)["model"] == "m" and "sk-SECRET-1" not in request
+
+
+def test_python_dash_m_and_the_console_script_agree(workspace):
+    done = ink_py("--help", cwd=workspace)
+    assert done.returncode == 0 and "usage: ink-py" in done.stdout and "exit codes" in done.stdout
+
+
+def test_serve_model_prints_its_url_first(workspace):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ink_py", "serve-model", "--port", "0", "--delay", "0"],
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        done = ink_py("--base-url", url, "--model", "ink-scripted", cwd=workspace)
+        assert done.returncode == 0 and "Demo project" in done.stdout
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)
+    assert process.returncode == 0

@@ -1,0 +1,268 @@
+"""run_agent_loop and stream_assistant (article §2.3, §4.2–§4.4, and part 01's loop)."""
+
+import pytest
+
+from .helpers import ScriptedProvider, fixture_bytes, sse, text_reply, tool_reply
+
+READ_SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "offset": {"type": "integer", "minimum": 1}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+def fake_read(files, ran=None, hook=None):
+    """A read tool over an in-memory workspace, recording each call it really ran."""
+    ran = [] if ran is None else ran
+
+    def execute(args, signal):
+        ran.append(args["path"])
+        if hook:
+            hook(args)
+        if args["path"] not in files:
+            return {"output": f"Error: {args['path']} not found", "isError": True}
+        return {"output": files[args["path"]]}
+
+    return {"name": "read", "description": "Read a file", "parameters": READ_SCHEMA, "execute": execute}
+
+
+def run(ink, provider, tools, **options):
+    history = options.pop("history", [])
+    events = []
+    result = ink.loop.run_agent_loop(
+        provider=provider,
+        model="test-model",
+        system="You are ink.",
+        tools=tools,
+        history=history,
+        user_message=options.pop("user_message", "读取 README.md,告诉我项目怎样启动"),
+        on_event=events.append,
+        **options,
+    )
+    return result, history, events
+
+
+def results_of(history):
+    return [r for m in history if m["role"] == "toolResult" for r in m["results"]]
+
+
+def test_the_readme_task_end_to_end(ink):
+    ran = []
+    provider = ScriptedProvider(ink, fixture_bytes("article/readme"), text_reply("运行 `make run` 即可启动。"))
+    result, history, events = run(ink, provider, [fake_read({"README.md": "# demo\n\n    make run\n"}, ran)])
+
+    assert result == {
+        "stopReason": "completed",
+        "turns": 2,
+        "usage": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0},
+        "truncated": False,
+    }
+    assert ran == ["README.md"]
+    assert [m["role"] for m in history] == ["user", "assistant", "toolResult", "assistant"]
+    assert history[1]["model"] == "test-model"
+    assert results_of(history) == [
+        {"toolCallId": "t1", "toolName": "read", "content": "# demo\n\n    make run\n", "isError": False}
+    ]
+    # The second request carries the tool result back to the model.
+    assert provider.requests[1]["messages"][-1]["role"] == "toolResult"
+    kinds = [e["type"] for e in events]
+    assert kinds == [
+        "text_delta",
+        "tool_call_start",
+        "tool_call_delta",
+        "tool_call_delta",
+        "message_end",
+        "tool_start",
+        "tool_end",
+        "text_delta",
+        "message_end",
+    ]
+    assert events[5] == {"type": "tool_start", "toolCallId": "t1", "name": "read", "args": {"path": "README.md"}}
+
+
+def test_two_interleaved_reads_both_run_in_call_order(ink):
+    ran = []
+    files = {"README.md": "readme", "package.json": "{}"}
+    provider = ScriptedProvider(ink, fixture_bytes("article/interleaved"), text_reply("done"))
+    result, history, _ = run(ink, provider, [fake_read(files, ran)])
+    assert ran == ["README.md", "package.json"]
+    assert [(r["toolCallId"], r["content"]) for r in results_of(history)] == [("t1", "readme"), ("t2", "{}")]
+    assert result["stopReason"] == "completed"
+
+
+@pytest.mark.ex8
+def test_max_tokens_with_tool_calls_runs_none_and_asks_for_them_again(ink):
+    ran = []
+    provider = ScriptedProvider(
+        ink, fixture_bytes("article/length_tool"), tool_reply(("t3", "read", '{"path":"README.md"}')), text_reply("ok")
+    )
+    result, history, events = run(ink, provider, [fake_read({"README.md": "x"}, ran)])
+    first_results = history[2]["results"]
+    assert [r["toolCallId"] for r in first_results] == ["t1", "t2"]  # even t1, whose arguments parsed
+    for r in first_results:
+        assert r["isError"] is True
+        assert "output token limit" in r["content"] and "Send the call again" in r["content"]
+    assert ran == ["README.md"]  # only the re-issued call of the next reply ran
+    assert result["stopReason"] == "completed" and result["turns"] == 3
+    ends = [e for e in events if e["type"] == "tool_end"]
+    assert [e["result"]["toolCallId"] for e in ends] == ["t1", "t2", "t3"]
+
+
+@pytest.mark.ex8
+def test_fail_tool_calls_from_truncated_message(ink):
+    calls = [
+        {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "README.md"}},
+        {"type": "toolCall", "id": "b", "name": "grep", "arguments": {"_parseError": "x", "raw": "{"}},
+    ]
+    results, events = [], []
+    ink.loop.fail_tool_calls_from_truncated_message(calls, results, events.append)
+    assert [(r["toolCallId"], r["toolName"], r["isError"]) for r in results] == [("a", "read", True), ("b", "grep", True)]
+    assert all("may be truncated" in r["content"] and "not run" in r["content"] for r in results)
+    assert [e["type"] for e in events] == ["tool_start", "tool_end", "tool_start", "tool_end"]
+
+
+@pytest.mark.ex8
+def test_max_tokens_without_tool_calls_completes_truncated(ink):
+    provider = ScriptedProvider(ink, fixture_bytes("article/length_text"))
+    result, history, _ = run(ink, provider, [fake_read({})])
+    assert result["stopReason"] == "completed"  # the loop is done…
+    assert result["truncated"] is True  # …but the answer is not whole
+    assert history[-1]["stopReason"] == "max_tokens"
+
+
+@pytest.mark.ex7
+def test_arguments_that_are_not_json_are_blocked_with_the_reason(ink):
+    ran = []
+    provider = ScriptedProvider(ink, fixture_bytes("article/invalid_json"), text_reply("sorry"))
+    result, history, _ = run(ink, provider, [fake_read({"README.md": "x"}, ran)])
+    [r] = results_of(history)
+    assert ran == []
+    assert r["isError"] is True
+    assert "not valid JSON" in r["content"] and '{\\"path\\":\\"README.md\\"' in r["content"]
+    assert "Send the call again" in r["content"]
+    assert result["stopReason"] == "completed"
+
+
+@pytest.mark.parametrize(
+    "arguments, words",
+    [
+        ('{"path": 123}', "invalid arguments for read — /path: must be a string, got 123"),
+        ("{}", "missing required property 'path'"),
+        ('{"path": "a", "mode": "x"}', "unexpected property 'mode'"),
+        ('{"path": "a", "offset": 0}', "/offset: must be at least 1"),
+        ('["README.md"]', "tool arguments must be a JSON object, got: [\"README.md\"]"),
+    ],
+    ids=["wrong-type", "missing-required", "extra-property", "below-minimum", "not-an-object"],
+)
+def test_arguments_breaking_the_schema_are_refused(ink, arguments, words):
+    ran = []
+    provider = ScriptedProvider(ink, tool_reply(("c1", "read", arguments)), text_reply("ok"))
+    _, history, _ = run(ink, provider, [fake_read({"a": "x"}, ran)])
+    [r] = results_of(history)
+    assert ran == [] and r["isError"] is True
+    assert words in r["content"]
+
+
+def test_unknown_tool_lists_the_available_ones(ink):
+    provider = ScriptedProvider(ink, tool_reply(("c1", "bash", '{"cmd": "ls"}')), text_reply("ok"))
+    _, history, _ = run(ink, provider, [fake_read({})])
+    assert results_of(history)[0]["content"] == 'Error: unknown tool "bash". Available tools: read.'
+
+
+def test_a_tool_that_raises_becomes_an_error_result(ink):
+    def boom(args):
+        raise RuntimeError("disk on fire")
+
+    provider = ScriptedProvider(ink, tool_reply(("c1", "read", '{"path": "a"}')), text_reply("ok"))
+    result, history, _ = run(ink, provider, [fake_read({"a": "x"}, hook=boom)])
+    assert results_of(history)[0]["content"] == "Error: tool read threw: disk on fire"
+    assert result["stopReason"] == "completed"
+
+
+def test_the_gate_can_block_a_call(ink):
+    ran = []
+    provider = ScriptedProvider(ink, tool_reply(("c1", "read", '{"path": "a"}')), text_reply("ok"))
+    gate = lambda call: {"block": True, "reason": f"{call['args']['path']} is private"}  # noqa: E731
+    _, history, _ = run(ink, provider, [fake_read({"a": "x"}, ran)], on_tool_call=gate)
+    assert ran == [] and results_of(history)[0]["content"] == 'Tool "read" blocked: a is private'
+
+
+def test_max_turns_stops_and_closes_the_dangling_calls(ink):
+    replies = [tool_reply((f"c{i}", "read", '{"path": "missing"}')) for i in range(3)]
+    provider = ScriptedProvider(ink, *replies)
+    result, history, _ = run(ink, provider, [fake_read({})], max_iterations=3)
+    assert result["stopReason"] == "max_iterations" and result["turns"] == 3
+    assert history[-1] == {
+        "role": "toolResult",
+        "results": [
+            {"toolCallId": "c2", "toolName": "read", "content": "(not executed: reached max turns)", "isError": True}
+        ],
+    }
+    assert result["usage"] == {"inputTokens": 300, "outputTokens": 30, "cacheReadTokens": 0}
+
+
+@pytest.mark.ex6
+def test_abort_mid_stream_stops_without_an_assistant_message(ink):
+    controller = ink.abort.AbortController()
+
+    def stalled_reply(request):
+        yield fixture_bytes("article/abort")
+        controller.abort()  # Ctrl-C while the next read is pending
+        raise ConnectionResetError("closed by abort")
+
+    provider = ScriptedProvider(ink, stalled_reply)
+    result, history, events = run(ink, provider, [fake_read({})], signal=controller.signal)
+    assert result["stopReason"] == "aborted" and result["turns"] == 0
+    assert [m["role"] for m in history] == ["user"]
+    assert "message_end" not in [e["type"] for e in events]
+
+
+@pytest.mark.ex6
+def test_abort_between_tools_answers_the_calls_that_never_ran(ink):
+    controller = ink.abort.AbortController()
+    ran = []
+    provider = ScriptedProvider(ink, tool_reply(("c1", "read", '{"path": "a"}'), ("c2", "read", '{"path": "b"}')))
+    tool = fake_read({"a": "x", "b": "y"}, ran, hook=lambda args: controller.abort())
+    result, history, _ = run(ink, provider, [tool], signal=controller.signal)
+    assert ran == ["a"]
+    assert results_of(history) == [
+        {"toolCallId": "c1", "toolName": "read", "content": "x", "isError": False},
+        {"toolCallId": "c2", "toolName": "read", "content": "(interrupted before this tool ran)", "isError": True},
+    ]
+    assert result["stopReason"] == "aborted" and result["turns"] == 1
+
+
+def test_a_stream_without_message_end_is_an_error(ink):
+    class Silent:
+        def stream(self, request):
+            yield {"type": "text_delta", "text": "hi"}
+
+    with pytest.raises(ink.shared.ProviderError, match="provider stream ended without a message_end event"):
+        ink.loop.stream_assistant(Silent(), {"model": "m", "system": "", "messages": []})
+
+
+def test_stream_assistant_stamps_the_model_and_closes_the_stream(ink):
+    closed = []
+
+    def events():
+        try:
+            yield from ink.openai_completions.assemble_stream([text_reply("hi")])
+            yield {"type": "text_delta", "text": "never read"}
+        finally:
+            closed.append(True)
+
+    class Provider:
+        def stream(self, request):
+            return events()
+
+    message = ink.loop.stream_assistant(Provider(), {"model": "m1", "system": "", "messages": []})
+    assert message["model"] == "m1" and message["blocks"] == [{"type": "text", "text": "hi"}]
+    assert closed == [True]
+
+
+def test_a_server_error_mid_run_propagates_from_the_loop(ink):
+    error_body = sse({"choices": [{"delta": {"content": "partial"}}]}) + b'data: {"error": {"message": "boom"}}\n\n'
+    provider = ScriptedProvider(ink, error_body)
+    with pytest.raises(ink.shared.ProviderError, match="boom"):
+        run(ink, provider, [fake_read({})])

@@ -1,0 +1,393 @@
+"""The built-in scripted model, over real HTTP on 127.0.0.1 (port 0, no delay).
+
+Covers: the default task end to end through ink_py's own provider, the article's fixture
+scenarios replayed byte for byte, the retry after a refused call, the awkward splitting,
+the non-streaming and error replies, the official ``openai`` package as a client, and
+``ink-py serve-model`` as a process.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+import urllib3
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ink_py import model_server, scripted_model
+from ink_py.model_server import ModelServer, start_model_server
+from ink_py.provider.openai_completions import OpenAICompletionsProvider
+from ink_py.scenarios import SCENARIOS, fixture_path
+
+from .helpers import ROOT
+
+READ_TOOL = {
+    "name": "read",
+    "description": "Read a text file in the workspace.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+}
+OPENAI_READ_TOOL = {"type": "function", "function": READ_TOOL}
+README_TEXT = "# ink_py\n\nA teaching reference.\n\n```sh\n$ pip install -e .\nink-py --help\n```\n"
+RETRY_ERROR = "Error: the arguments of read were not valid JSON. Send the call again with complete JSON arguments."
+FIXTURE_SCENARIOS = [name for name in SCENARIOS if name != "readme"]  # readme's answer is generated
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ModelServer]]:
+    servers: list[ModelServer] = []
+
+    def start(scenario: str = "readme") -> ModelServer:
+        servers.append(start_model_server(port=0, scenario=scenario, delay=0))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def request_for(prompt: str, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An LLMRequest as the loop builds it."""
+    return {
+        "model": "ink-scripted",
+        "system": "You are a coding agent.",
+        "messages": [{"role": "user", "content": prompt}, *(messages or [])],
+        "tools": [READ_TOOL],
+    }
+
+
+def tool_result(call_id: str, content: str, is_error: bool = False) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "results": [{"toolCallId": call_id, "toolName": "read", "content": content, "isError": is_error}],
+    }
+
+
+def turn(server: ModelServer, request: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One turn through ink_py's provider: its events and the assembled message."""
+    events = list(OpenAICompletionsProvider(server.base_url).stream(request))  # type: ignore[arg-type]
+    assert events[-1]["type"] == "message_end"
+    return events, events[-1]["message"]
+
+
+def wire_body(prompt: str, **extra: Any) -> dict[str, Any]:
+    return {"model": "ink-scripted", "messages": [{"role": "user", "content": prompt}], **extra}
+
+
+# ── the default task, through ink_py's own client ───────────────────────────────────────
+
+
+def test_readme_task_end_to_end(serve: Callable[..., ModelServer]) -> None:
+    server = serve()
+    request = request_for("读取 README.md,告诉我项目怎样启动")
+    events, message = turn(server, request)
+
+    text, call = message["blocks"]
+    assert text == {"type": "text", "text": "我先读一下 README.md。"}
+    assert call["type"] == "toolCall" and call["name"] == "read"
+    assert call["arguments"] == {"path": "README.md"}
+    assert message["stopReason"] == "tool_use"
+    assert message["usage"]["outputTokens"] > 0  # the usage chunk arrived
+    assert sum(e["type"] == "tool_call_delta" for e in events) >= 3
+
+    request["messages"] += [message, tool_result(call["id"], README_TEXT)]
+    events, message = turn(server, request)
+    answer = message["blocks"][0]["text"]
+    assert message["stopReason"] == "end_turn"
+    assert "「ink_py」" in answer
+    for command in ("pip install -e .", "ink-py --help"):
+        assert command in answer
+    assert sum(e["type"] == "text_delta" for e in events) > 3  # streamed in pieces
+    sent = server.requests[-1]
+    assert sent["messages"][-1] == {"role": "tool", "tool_call_id": call["id"], "content": README_TEXT}
+
+
+def test_a_prompt_naming_another_file_reads_that_file(serve: Callable[..., ModelServer]) -> None:
+    _, message = turn(serve(), request_for("看看 docs/intro.md 里写了什么"))
+    assert message["blocks"][0]["text"] == "我先读一下 docs/intro.md。"
+    assert message["blocks"][1]["arguments"] == {"path": "docs/intro.md"}
+
+
+def test_a_refused_call_is_sent_again(serve: Callable[..., ModelServer]) -> None:
+    server = serve("invalid-json")
+    request = request_for("读取 README.md")
+    _, message = turn(server, request)  # the fixture: arguments that do not parse
+    bad_call = message["blocks"][0]
+    assert "_parseError" in bad_call["arguments"]
+
+    request["messages"] += [message, tool_result(bad_call["id"], RETRY_ERROR, is_error=True)]
+    _, message = turn(server, request)
+    again = [block for block in message["blocks"] if block["type"] == "toolCall"]
+    assert len(again) == 1 and again[0]["name"] == "read"
+    assert again[0]["arguments"] == {"path": "README.md"}
+    assert again[0]["id"] != bad_call["id"]
+    assert message["stopReason"] == "tool_use"
+
+
+def test_a_failed_read_is_reported_with_its_first_line() -> None:
+    answer = scripted_model.summarise_file("NOPE.md", "Error: ENOENT: no such file: NOPE.md\nmore detail")
+    assert answer == "读取 NOPE.md 失败,工具返回:「Error: ENOENT: no such file: NOPE.md」。"
+
+
+def test_a_file_without_commands_is_quoted() -> None:
+    answer = scripted_model.summarise_file("notes.txt", "\n   1→Notes\n   2→\n   3→one\n   4→two\n   5→three\n")
+    assert answer == "notes.txt 的标题是「Notes」。文件里没有给出命令,开头几行是:\n\n> Notes\n> one\n> two"
+
+
+def test_commands_come_only_from_shell_blocks() -> None:
+    lines = ["# Title", "```python", "# not a title", "print(1)", "```", "~~~bash", "# a comment", "$ make", "~~~"]
+    assert scripted_model.file_title(lines) == "Title"
+    assert scripted_model.file_commands(lines) == ["make"]
+    assert scripted_model.file_commands(["```", *[f"step {n}" for n in range(12)], "```"])[-1] == "step 7"
+
+
+def test_tools_without_read_get_a_plain_text_answer() -> None:
+    other = {"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}
+    answer = scripted_model.plan_answer(wire_body("读取 README.md", tools=[other]))
+    assert answer["tool_call"] is None and "read" in answer["text"]
+    for odd in ({}, {"messages": "hi"}, {"messages": [{"role": "assistant", "content": "?"}]}):
+        assert scripted_model.plan_answer(odd)["tool_call"] is None
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+ROLES = st.sampled_from(["user", "assistant", "tool", "system", 3])
+MESSAGE = st.fixed_dictionaries({"role": ROLES}, optional={"content": JSON, "tool_calls": JSON, "tool_call_id": JSON})
+
+
+BODY_FIELDS = {"messages": st.lists(MESSAGE, max_size=4) | JSON, "tools": JSON, "stream": st.booleans()}
+
+
+@given(st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}))
+def test_any_request_body_gets_a_reply(body: dict[str, Any]) -> None:
+    reply = scripted_model.build_reply(body, "readme", created=0)
+    assert reply["status"] in (200, 400) and all(reply["writes"])
+
+
+# ── the wire: fixtures byte for byte, chunk shapes, HTTP chunks ─────────────────────────
+
+
+@pytest.mark.parametrize("scenario", FIXTURE_SCENARIOS)
+def test_fixture_scenarios_replay_their_bytes_exactly(serve: Callable[..., ModelServer], scenario: str) -> None:
+    server = serve(scenario)
+    expected = fixture_path(SCENARIOS[scenario]["fixture"]).read_bytes()
+    url = f"{server.base_url}/chat/completions"
+    with requests.post(url, json=wire_body("读取 README.md", stream=True), stream=True, timeout=(5, 0.3)) as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        body = b""
+        while len(body) < len(expected):
+            piece = response.raw.read1(65536)
+            assert piece, "the body ended early"
+            body += piece
+        assert body == expected
+        if scenario == "abort":  # then silence: the stalled model the user gives up on
+            with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+                response.raw.read1(65536)
+        else:
+            assert response.raw.read1(65536) == b""  # nothing added: no usage, no [DONE]
+
+
+def test_a_stream_is_shaped_like_openai(serve: Callable[..., ModelServer]) -> None:
+    server = serve()
+    body = wire_body("读取 README.md", stream=True, stream_options={"include_usage": True}, tools=[OPENAI_READ_TOOL])
+    response = requests.post(f"{server.base_url}/chat/completions", json=body, timeout=5)
+    assert response.headers["Content-Type"] == "text/event-stream"
+    assert response.headers["Cache-Control"] == "no-cache"
+    assert response.headers["Transfer-Encoding"] == "chunked"
+    raw = response.content
+    assert raw.endswith(b"data: [DONE]\r\n\r\n")
+    frames = raw.decode("utf-8").split("\r\n\r\n")[:-1]
+    chunks = [json.loads(frame.removeprefix("data: ")) for frame in frames[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == "ink-scripted" for c in chunks)
+    assert chunks[0]["id"].startswith("chatcmpl-")
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    opening = next(c for c in chunks if c["choices"] and "tool_calls" in c["choices"][0]["delta"])
+    call = opening["choices"][0]["delta"]["tool_calls"][0]
+    assert call["id"].startswith("call_") and call["type"] == "function"
+    assert call["function"] == {"name": "read", "arguments": ""}
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    usage = chunks[-1]["usage"]
+    assert chunks[-1]["choices"] == [] and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def test_each_write_is_its_own_http_chunk(serve: Callable[..., ModelServer]) -> None:
+    server = serve()
+    port = int(server.base_url.split(":")[2].split("/")[0])
+    payload = json.dumps(wire_body("读取 README.md", stream=True)).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
+        )
+        raw = b""
+        while data := conn.recv(65536):
+            raw += data
+    rest = raw.split(b"\r\n\r\n", 1)[1]
+    pieces = []
+    while True:  # undo the chunked framing, keeping each chunk apart
+        size, rest = rest.split(b"\r\n", 1)
+        if int(size, 16) == 0:
+            break
+        pieces.append(rest[: int(size, 16)])
+        rest = rest[int(size, 16) + 2 :]
+    assert len(pieces) > 10
+    assert pieces == scripted_model.split_awkwardly(b"".join(pieces))
+
+
+# ── splitting ───────────────────────────────────────────────────────────────────────────
+
+
+@given(st.binary(max_size=400), st.integers(min_value=1, max_value=80))
+def test_split_pieces_join_back_to_the_input(data: bytes, stride: int) -> None:
+    pieces = scripted_model.split_awkwardly(data, stride)
+    assert b"".join(pieces) == data
+    assert all(pieces)
+
+
+def test_split_cuts_inside_characters_and_between_cr_and_lf() -> None:
+    body = scripted_model.sse_frame('{"content":"我先读一下 README.md。"}'.encode()) * 3
+    pieces = scripted_model.split_awkwardly(body)
+    cuts = [sum(len(p) for p in pieces[:n]) for n in range(1, len(pieces))]
+    assert any(0x80 <= body[cut] < 0xC0 for cut in cuts)  # the next write opens with a continuation byte
+    assert any(body[cut - 1 : cut + 1] == b"\r\n" for cut in cuts)
+    assert scripted_model.split_awkwardly(body) == pieces  # deterministic
+
+
+def test_the_slow_scenario_takes_about_twenty_seconds_in_small_pieces() -> None:
+    reply = scripted_model.build_reply(wire_body("hi", stream=True), "slow", created=0)
+    assert reply["pause"] is not None and 0.1 <= reply["pause"] <= 0.2
+    assert reply["pause"] * len(reply["writes"]) == pytest.approx(scripted_model.SLOW_SECONDS)
+
+
+# ── other routes and replies ────────────────────────────────────────────────────────────
+
+
+def test_stream_false_returns_a_chat_completion(serve: Callable[..., ModelServer]) -> None:
+    server = serve()
+    response = requests.post(f"{server.base_url}/chat/completions", json=wire_body("读取 setup.cfg"), timeout=5)
+    completion = response.json()
+    assert response.headers["Content-Type"] == "application/json"
+    assert completion["object"] == "chat.completion" and completion["model"] == "ink-scripted"
+    choice = completion["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "我先读一下 setup.cfg。"
+    assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"path": "setup.cfg"}
+    assert completion["usage"]["total_tokens"] > 0
+
+
+def test_models_bad_json_and_unknown_paths(serve: Callable[..., ModelServer]) -> None:
+    server = serve()
+    models = requests.get(f"{server.base_url}/models", timeout=5).json()
+    assert models["object"] == "list"
+    assert models["data"] == [{"id": "ink-scripted", "object": "model", "created": 0, "owned_by": "ink_py"}]
+
+    bad = requests.post(f"{server.base_url}/chat/completions", data=b"{not json", timeout=5)
+    assert bad.status_code == 400
+    assert bad.json()["error"]["type"] == "invalid_request_error"
+    assert set(bad.json()["error"]) == {"message", "type", "param", "code"}
+
+    for method, path in (("GET", "/nothing"), ("POST", "/completions"), ("GET", "/chat/completions")):
+        missing = requests.request(method, f"{server.base_url}{path}", timeout=5)
+        assert missing.status_code == 404 and "error" in missing.json()
+    root = server.base_url.removesuffix("/v1")
+    assert requests.post(f"{root}/chat/completions", json=wire_body("hi"), timeout=5).status_code == 200
+
+
+# ── the official openai package as a client ─────────────────────────────────────────────
+
+
+def test_the_openai_package_streams_a_tool_call_and_an_answer(serve: Callable[..., ModelServer]) -> None:
+    openai = pytest.importorskip("openai")
+    server = serve()
+    client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "读取 README.md,告诉我项目怎样启动"}]
+
+    stream = client.chat.completions.create(
+        model="ink-scripted",
+        messages=messages,
+        tools=[OPENAI_READ_TOOL],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    calls: dict[int, dict[str, str]] = {}
+    finish, usage = None, None
+    for chunk in stream:
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for fragment in choice.delta.tool_calls or []:
+                call = calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
+                call["id"] = fragment.id or call["id"]
+                if fragment.function is not None:
+                    call["name"] += fragment.function.name or ""
+                    call["arguments"] += fragment.function.arguments or ""
+    assert finish == "tool_calls" and usage is not None and usage.total_tokens > 0
+    assert [c["name"] for c in calls.values()] == ["read"]
+    assert json.loads(calls[0]["arguments"]) == {"path": "README.md"}
+
+    function = {"name": "read", "arguments": calls[0]["arguments"]}
+    tool_calls = [{"id": calls[0]["id"], "type": "function", "function": function}]
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": tool_calls},
+        {"role": "tool", "tool_call_id": calls[0]["id"], "content": README_TEXT},
+    ]
+    stream = client.chat.completions.create(
+        model="ink-scripted", messages=messages, tools=[OPENAI_READ_TOOL], stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert "「ink_py」" in text and "pip install -e ." in text
+
+
+# ── ink-py serve-model ──────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX-only")
+def test_serve_model_runs_until_ctrl_c() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ink_py.model_server", "--port", "0", "--delay", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    try:
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        assert "--base-url" in process.stdout.readline()  # the hint line
+        assert requests.get(f"{base_url}/models", timeout=5).json()["data"][0]["id"] == "ink-scripted"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0
+    assert "Traceback" not in err
+
+
+def test_serve_model_reports_a_busy_port_and_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert model_server.main(["--port", str(busy.getsockname()[1])]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+    assert model_server.main(["--scenario", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "readme" in err and "slow" in err and err.count("\n") == 1
+
+    with pytest.raises(SystemExit) as exit_info:
+        model_server.main(["--port", "not-a-number"])
+    assert exit_info.value.code == 2
