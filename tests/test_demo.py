@@ -1,0 +1,444 @@
+"""``ink-py demo`` (issue 4): the article's §3 step-through, on the real assemble_stream.
+
+The demo is not an exercise module, so these tests import ``ink_py.demo`` directly:
+the steps it records, the text it prints, and the command as a user runs it
+(pipes, a pseudo-terminal for Enter / q / Ctrl-C, ``--file`` on a recorded body).
+"""
+
+import bdb
+import inspect
+import io
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from ink_py import demo
+from ink_py.provider import openai_completions
+from ink_py.scenarios import SCENARIOS, fixture_path
+
+from .helpers import ROOT, all_fixture_names, fixture_bytes, run_assembly
+
+REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=demo.shared)
+README_TITLES = [
+    "等待第一条事件",
+    "保存文本,先交给显示层",
+    "建立 index 0 的工具请求",
+    "继续拼接 index 0 的工具请求",
+    "记下结束原因,继续读到流结束",
+    "解析参数,交出完整回复",
+]
+
+
+def steps_of(name):
+    frames = demo.split_frames(fixture_path(SCENARIOS[name]["fixture"]).read_bytes())
+    return demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None)
+
+
+def message_ends(step):
+    return [event for event in step["emitted"] if event["type"] == "message_end"]
+
+
+def raw(step, index):
+    return "".join(step["state"]["tool_raw_by_index"][index])
+
+
+def source_line(function, needle):
+    """(line number, text) of the one line of ``function`` containing ``needle``, as inspect sees it."""
+    lines, first = inspect.getsourcelines(function)
+    [(number, text)] = [(first + i, line.rstrip("\n")) for i, line in enumerate(lines) if needle in line]
+    return number, text
+
+
+def run_main(capsys, *argv):
+    code = demo.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def command(*args):
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["PYTHONPATH"] = str(ROOT)
+    return [sys.executable, "-m", "ink_py", "demo", *args], env
+
+
+# ── the steps ────────────────────────────────────────────────────────────────────────
+
+
+def test_readme_is_six_steps_and_only_the_last_hands_over_a_message():
+    steps = steps_of("readme")
+    assert [step["title"] for step in steps] == README_TITLES
+    assert [len(message_ends(step)) for step in steps] == [0, 0, 0, 0, 0, 1]
+    assert [step["outcome"] for step in steps] == ["pending"] * 5 + ["message_end"]
+    assert [step["received"] for step in steps] == ["nothing", "event", "event", "event", "event", "end"]
+    [end] = message_ends(steps[-1])
+    assert end["message"]["blocks"][1]["arguments"] == {"path": "README.md"}
+
+
+def test_at_step_4_the_arguments_are_complete_but_nothing_went_to_the_loop():
+    step = steps_of("readme")[3]
+    assert raw(step, 0) == '{"path":"README.md"}'
+    assert step["state"]["tool_by_index"][0]["arguments"] == {}  # parsed only at ④, after the stream
+    assert step["state"]["saw_finish"] is False
+    assert step["outcome"] == "pending" and message_ends(step) == []
+    assert step["emitted"] == [{"type": "tool_call_delta", "id": "t1", "jsonDelta": 'DME.md"}'}]
+
+
+def test_the_state_shown_is_the_frames_own_text_as_it_grows():
+    steps = steps_of("readme")
+    assert [step["state"]["text_parts"] for step in steps] == [[]] + [["我先读一下 README。"]] * 5
+    assert [step["state"]["stop_reason"] for step in steps] == [None] * 4 + ["tool_use"] * 2
+
+
+def test_interleaved_keeps_two_raw_strings_that_never_mix():
+    steps = steps_of("interleaved")
+    assert [step["title"] for step in steps[1:5]] == [
+        "建立 index 0 的工具请求",
+        "建立 index 1 的工具请求",
+        "继续拼接 index 0 的工具请求",
+        "继续拼接 index 1 的工具请求",
+    ]
+    for step in steps:
+        by_index = step["state"]["tool_raw_by_index"]
+        assert set(by_index) <= {0, 1}
+        if 0 in by_index:
+            assert '{"path":"README.md"}'.startswith(raw(step, 0))
+        if 1 in by_index:
+            assert '{"path":"package.json"}'.startswith(raw(step, 1))
+    assert (raw(steps[-1], 0), raw(steps[-1], 1)) == ('{"path":"README.md"}', '{"path":"package.json"}')
+    [end] = message_ends(steps[-1])
+    assert [block["id"] for block in end["message"]["blocks"]] == ["t1", "t2"]
+
+
+@pytest.mark.parametrize(
+    "name, outcome, last_title, says",
+    [
+        ("missing-finish", "error", "缺少结束原因,拒绝交付", "stream ended without finish_reason"),
+        ("abort", "aborted", "用户中断,结束接收", "aborted = true"),
+    ],
+)
+def test_a_stream_that_fails_never_hands_over_a_message(name, outcome, last_title, says):
+    steps = steps_of(name)
+    assert all(message_ends(step) == [] for step in steps)
+    assert steps[-1]["outcome"] == outcome and steps[-1]["title"] == last_title
+    text = demo.render_step(steps[-1], len(steps), len(steps), demo.Style(False))
+    assert says in text and "不产出 message_end" in text
+
+
+def test_abort_is_three_steps_and_abort_safe_swallows_the_read_error():
+    steps = steps_of("abort")
+    assert [step["received"] for step in steps] == ["nothing", "event", "abort"]
+    number, _ = source_line(demo.shared.abort_safe, "return  # aborted")
+    assert number in steps[-1]["lines"]["abort_safe"]
+
+
+@pytest.mark.parametrize(
+    "name, check",
+    [
+        ("invalid-json", lambda m: "_parseError" in m["blocks"][0]["arguments"]),
+        ("length-tool", lambda m: m["stopReason"] == "max_tokens"),
+        ("length-text", lambda m: m["stopReason"] == "max_tokens" and m["blocks"][0]["type"] == "text"),
+    ],
+)
+def test_the_last_step_hands_over_what_section_4_describes(name, check):
+    steps = steps_of(name)
+    [end] = message_ends(steps[-1])
+    assert check(end["message"])
+    assert all(message_ends(step) == [] for step in steps[:-1])
+
+
+@pytest.mark.parametrize("name", all_fixture_names())
+def test_one_frame_per_read_changes_nothing_the_assembler_yields(name):
+    """Every fixture: the demo's steps carry exactly the events a plain run yields, in order."""
+    body = fixture_bytes(name)
+    assert b"".join(demo.split_frames(body)) == body
+    expected, error = run_assembly(REFERENCE, [body])  # the demo shows ink_py, whatever --impl says
+    steps = demo.record_steps(demo.split_frames(body))
+    assert [event for step in steps for event in step["emitted"]] == expected
+    assert (steps[-1]["outcome"] == "error") == (error is not None)
+    assert all(step["outcome"] == "pending" for step in steps[:-1])
+
+
+# ── the code shown ───────────────────────────────────────────────────────────────────
+
+
+def test_the_text_step_highlights_the_real_source_line():
+    number, text = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
+    step = steps_of("readme")[1]
+    assert number in step["lines"]["assemble_stream"]
+    shown = demo.render_step(step, 2, 6, demo.Style(False))
+    assert f"▶ {number:>4} │ {text}" in shown.splitlines()
+
+
+def test_each_step_shows_only_the_lines_that_ran_in_it():
+    steps = steps_of("readme")
+    append_text, _ = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
+    append_fragment, _ = source_line(openai_completions.assemble_stream, "tool_raw_by_index[index].append(fragment)")
+    build_end, _ = source_line(openai_completions.assemble_stream, '"type": "message_end"')
+    ran = [set(step["lines"].get("assemble_stream", [])) for step in steps]
+    assert [append_text in lines for lines in ran] == [False, True, False, False, False, False]
+    assert [append_fragment in lines for lines in ran] == [False, False, True, True, False, False]
+    assert [build_end in lines for lines in ran] == [False] * 5 + [True]
+    assert "safe_parse_json" in steps[-1]["lines"] and "map_finish_reason" in steps[4]["lines"]
+
+
+def test_colour_marks_executed_lines_and_never_reaches_a_pipe(capsys):
+    step = steps_of("readme")[1]
+    coloured = demo.render_step(step, 2, 6, demo.Style(True))
+    assert any(line.startswith("\x1b[1;7m▶") for line in coloured.splitlines())
+    code, out, _ = run_main(capsys, "readme", "--no-pause")
+    assert code == 0 and "\x1b[" not in out and "▶" in out
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("no_color, coloured", [("", True), ("1", False)])
+def test_colour_on_a_terminal_unless_no_color(monkeypatch, no_color, coloured):
+    monkeypatch.setenv("NO_COLOR", no_color)
+    monkeypatch.setattr(sys, "stdout", FakeTerminal())
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # not a terminal: no pausing
+    assert demo.main(["readme"]) == 0
+    assert ("\x1b[" in sys.stdout.getvalue()) == coloured
+
+
+# ── the command ──────────────────────────────────────────────────────────────────────
+
+
+def test_list_prints_every_scenario_name_first(capsys):
+    code, out, _ = run_main(capsys, "--list")
+    lines = out.splitlines()
+    assert code == 0
+    assert [line.split()[0] for line in lines] == list(SCENARIOS)
+    for line, scenario in zip(lines, SCENARIOS.values(), strict=True):
+        assert scenario["title"] in line and f"  {scenario['section']}" in line
+
+
+def test_file_steps_through_a_copy_of_a_fixture_exactly_like_the_scenario(capsys, tmp_path):
+    copy = tmp_path / "001-response.sse"
+    shutil.copy(fixture_path("article/interleaved.sse"), copy)
+    _, from_scenario, _ = run_main(capsys, "interleaved", "--no-pause")
+    code, from_file, _ = run_main(capsys, "--file", str(copy), "--no-pause")
+    assert code == 0
+    assert from_file.splitlines()[1:] == from_scenario.splitlines()[1:]  # all but the header naming the source
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--file", "/no/such/file.sse"], "error: --file /no/such/file.sse: No such file or directory"),
+        (["nope"], "error: unknown scenario 'nope' (choose from: readme, interleaved, missing-finish, abort"),
+        (["readme", "--file", "x.sse"], "error: give a scenario or --file, not both"),
+        (["--context", "x"], "error: argument --context: invalid int value: 'x'"),
+    ],
+)
+def test_mistakes_are_one_line_errors(capsys, argv, words):
+    try:
+        code = demo.main(argv)
+    except SystemExit as exit:  # argparse's own complaints end this way
+        code = exit.code
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == "" and err.startswith(words) and err.count("\n") == 1
+
+
+def test_without_a_terminal_on_stdin_every_step_is_printed_at_once():
+    argv, env = command("readme")
+    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith("━━")] == [
+        f"━━ 步骤 {k} / 6  {title}" for k, title in enumerate(README_TITLES, 1)
+    ]
+    assert "[Enter" not in done.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_demo_quietly():
+    argv, env = command("readme", "--no-pause")  # as in `ink-py demo --no-pause | head -1`
+    process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # gone before the first line is written
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0 and stderr == b""
+
+
+def spawn_on_a_terminal(*args):
+    """The demo with a pseudo-terminal as stdin, as a person runs it; returns (process, terminal end)."""
+    ours, theirs = pty.openpty()
+    argv, env = command(*args)
+    process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.close(theirs)
+    return process, ours
+
+
+def read_until(stream, marker, limit=30.0):
+    """Read a pipe until ``marker`` appears (or the process ends); ``limit`` only guards against a hang."""
+    seen, deadline = b"", time.monotonic() + limit
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.5)
+        if ready:
+            data = os.read(stream.fileno(), 4096)
+            if not data:
+                break
+            seen += data
+    return seen
+
+
+def test_on_a_terminal_enter_advances_and_q_quits():
+    process, terminal = spawn_on_a_terminal("readme")
+    try:
+        os.write(terminal, b"\nq\n")  # Enter once, then q
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        os.close(terminal)
+    out = stdout.decode()
+    assert process.returncode == 0, stderr.decode()
+    assert "步骤 1 / 6" in out and "步骤 2 / 6" in out and "步骤 3 / 6" not in out
+    assert stderr.decode().count("[Enter 下一步 · q 退出]") == 2
+
+
+def test_ctrl_c_at_the_prompt_exits_130_quietly():
+    process, terminal = spawn_on_a_terminal("readme")
+    try:
+        assert b"[Enter" in read_until(process.stderr, b"[Enter")
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        os.close(terminal)
+    assert process.returncode == 130
+    assert b"Traceback" not in stderr
+
+
+def test_a_body_recorded_by_ink_py_record_can_be_stepped_through(tmp_path):
+    (tmp_path / "README.md").write_text("# demo\n\nmake run\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL")}
+    env.update(PYTHONPATH=str(ROOT), INK_SCRIPTED_DELAY="0")
+    run = [sys.executable, "-m", "ink_py", "--record", str(tmp_path / "rec"), "--workspace", str(tmp_path)]
+    done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    argv, env = command("--file", str(tmp_path / "rec" / "001-response.sse"))
+    shown = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert shown.returncode == 0, shown.stderr
+    titles = [line for line in shown.stdout.splitlines() if line.startswith("━━")]
+    assert titles[0].endswith("等待第一条事件") and titles[-1].endswith("交出完整回复")
+    assert "read" in shown.stdout and "message_end:" in shown.stdout
+
+
+# ── a debugger still works while the demo traces ─────────────────────────────────────
+
+
+class BreakOnce(bdb.Bdb):
+    """pdb's engine, with one breakpoint: records the locals it sees there, then continues."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def user_line(self, frame):
+        if self.break_here(frame):
+            self.seen.append(list(frame.f_locals["text_parts"]))
+        self.set_continue()
+
+
+def test_a_debuggers_breakpoint_in_assemble_stream_still_stops_during_the_demo(capsys):
+    number, _ = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
+    debugger = BreakOnce()
+    debugger.set_break(inspect.getsourcefile(openai_completions.assemble_stream), number + 1)
+    previous = sys.gettrace()
+    try:
+        debugger.runcall(demo.main, ["readme", "--no-pause"])
+    finally:
+        sys.settrace(previous)
+    assert debugger.seen == [["我先读一下 README。"]]  # stopped on the line after the append, once
+    assert "步骤 6 / 6" in capsys.readouterr().out
+
+
+def test_a_debugpy_breakpoint_in_assemble_stream_stops_the_launch_json_demo():
+    """What .vscode/launch.json's "ink-py demo readme (no pause)" does, driven over DAP without VS Code."""
+    pytest.importorskip("debugpy")
+    number, _ = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
+    with socket.socket() as probe:  # a free port for debugpy to listen on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv, env = command("readme", "--no-pause")
+    debuggee = [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", *argv[1:]]
+    process = subprocess.Popen(debuggee, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        dap = Dap(port)
+        dap.request("initialize", adapterID="debugpy", pathFormat="path", linesStartAt1=True)
+        dap.request("attach", wait=False, justMyCode=True)
+        dap.wait_event("initialized")
+        source = {"path": inspect.getsourcefile(openai_completions.assemble_stream)}
+        dap.request("setBreakpoints", source=source, breakpoints=[{"line": number}])
+        dap.request("configurationDone")
+        thread = dap.wait_event("stopped")["threadId"]
+        [top, *_] = dap.request("stackTrace", threadId=thread)["stackFrames"]
+        [local_scope, *_] = dap.request("scopes", frameId=top["id"])["scopes"]
+        variables = dap.request("variables", variablesReference=local_scope["variablesReference"])["variables"]
+        seen = {v["name"]: v["value"] for v in variables}
+        dap.request("continue", threadId=thread)
+        dap.wait_event("terminated")
+        dap.request("disconnect", wait=False)
+        dap.close()
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (top["name"], top["line"]) == ("assemble_stream", number)
+    assert seen["content"] == "'我先读一下 README。'" and seen["text_parts"] == "[]"  # about to append
+    assert process.returncode == 0 and stdout.decode().count("━━ 步骤") == 6
+
+
+class Dap:
+    """Just enough of the Debug Adapter Protocol to drive debugpy from a test."""
+
+    def __init__(self, port, limit=60.0):
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                self.sock = socket.create_connection(("127.0.0.1", port), timeout=limit)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # debugpy is still starting
+        self.reader = self.sock.makefile("rb")
+        self.seq = 0
+
+    def request(self, command, wait=True, **arguments):
+        self.seq += 1
+        body = json.dumps({"seq": self.seq, "type": "request", "command": command, "arguments": arguments}).encode()
+        self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        if wait:
+            sent = self.seq
+            reply = self.next(lambda m: m.get("type") == "response" and m.get("request_seq") == sent)
+            assert reply["success"], reply
+            return reply.get("body") or {}
+
+    def wait_event(self, name):
+        return self.next(lambda m: m.get("type") == "event" and m.get("event") == name).get("body") or {}
+
+    def next(self, wanted):
+        while True:
+            length = None
+            for header in iter(self.reader.readline, b"\r\n"):
+                assert header, "debugpy closed the connection"
+                if header.lower().startswith(b"content-length:"):
+                    length = int(header.split(b":")[1])
+            message = json.loads(self.reader.read(length))
+            if wanted(message):
+                return message
+
+    def close(self):
+        self.reader.close()
+        self.sock.close()
