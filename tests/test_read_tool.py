@@ -1,6 +1,10 @@
 """The read tool (Ink's src/core/tools/read.ts): pages of a file, the caps and their notes, errors, the workspace."""
 
+import json
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -181,15 +185,32 @@ def test_a_named_pipe_is_refused_instead_of_blocking(ink, tmp_path):
     assert run(ink, tmp_path, {"path": "pipe"}) == {"output": "Error: pipe is not a regular file.", "isError": True}
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions and a non-root user")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX permissions")
 def test_permission_denied(ink, tmp_path):
-    write(tmp_path, {"locked.txt": SECRET})
-    (tmp_path / "locked.txt").chmod(0)
+    """Run as an unprivileged user (root reads anything): a forked child drops to nobody."""
+    workspace = Path(tempfile.mkdtemp(dir="/tmp"))  # /tmp is traversable by every user
     try:
-        result = run(ink, tmp_path, {"path": "locked.txt"})
+        workspace.chmod(0o755)
+        write(workspace, {"locked.txt": SECRET})
+        (workspace / "locked.txt").chmod(0)
+        reader, writer = os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: give up root, read, report, exit without running pytest's cleanup
+            try:
+                if os.geteuid() == 0:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                result = run(ink, workspace, {"path": "locked.txt"})
+                os.write(writer, json.dumps(result).encode())
+            finally:
+                os._exit(0)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as pipe:
+            reported = pipe.read()
+        os.waitpid(child, 0)
     finally:
-        (tmp_path / "locked.txt").chmod(0o600)
-    assert result == {"output": "Error: permission denied: locked.txt", "isError": True}
+        shutil.rmtree(workspace)
+    assert json.loads(reported) == {"output": "Error: permission denied: locked.txt", "isError": True}
 
 
 # ── the caps: MAX_LINES and MAX_BYTES ──────────────────────────────────────────────────────

@@ -1,0 +1,150 @@
+"""The page of ``ink-py serve`` in a real browser (second article §七): headless Chromium,
+driven by Selenium through the system's chromedriver — never a driver download.
+
+Skips, saying why, when ``selenium`` (pip), ``chromium`` or ``chromedriver`` (Debian:
+``apt-get install chromium chromium-driver``) is missing; CI installs all three. Covers:
+the README question asked from the page — the answer streamed into #output, the tool
+call on its own line in #tools, the button disabled while streaming and enabled again
+by ``done`` — and a tab that navigates away mid-answer aborting the run on the server.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ink_py.model_server import start_model_server
+from ink_py.provider.openai_completions import OpenAICompletionsProvider
+from ink_py.relay import RelayServer, make_relay_server
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
+from selenium.webdriver.common.by import By  # noqa: E402  (only once selenium is known to be there)
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip("the browser test needs chromium and chromedriver (apt-get install chromium chromium-driver)",
+                allow_module_level=True)  # fmt: skip
+
+README = "# demo\n\nA tiny project.\n\n```sh\npip install -e .\ndemo --help\n```\n"
+WAIT_SECONDS = 20.0  # an upper bound on waiting for the page, never a speed check
+CHROMIUM_FLAGS = [  # what headless Chromium needs on a CI machine running as root, with no network
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1000,800",
+]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM  # with both paths given, Selenium looks nothing up online
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def relay_on(tmp_path: Path) -> Iterator[Callable[[str], RelayServer]]:
+    """A relay in front of the built-in scripted model playing ``scenario``."""
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    started: list[Any] = []
+
+    def start(scenario: str) -> RelayServer:
+        model = start_model_server(port=0, scenario=scenario, delay=0.002)  # slow enough to watch it stream
+        relay = make_relay_server(
+            provider_factory=lambda: OpenAICompletionsProvider(model.base_url), model="ink-scripted", workspace=tmp_path
+        )
+        started.extend([relay.start(), model])
+        return relay
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def text_of(browser: Any, element_id: str) -> str:
+    return browser.find_element(By.ID, element_id).text
+
+
+def wait_for(browser: Any, condition: Callable[[], Any], what: str) -> None:
+    WebDriverWait(browser, WAIT_SECONDS, poll_frequency=0.05).until(lambda _: condition(), message=what)
+
+
+def test_the_readme_question_streams_into_the_page(browser, relay_on) -> None:
+    relay = relay_on("readme")
+    browser.get(relay.url)
+    send = browser.find_element(By.ID, "send")
+    assert send.text == "发送" and send.is_enabled()
+    assert browser.find_element(By.ID, "query").get_attribute("value") == "读取 README.md,告诉我项目怎样启动"
+
+    send.click()
+    wait_for(browser, lambda: text_of(browser, "status").startswith("状态：完成"), "the done event")
+    assert send.is_enabled()  # closeEventSource() gave the button back
+    assert browser.execute_script("return es") is None  # the one-shot stream is closed: no reconnect
+
+    output = text_of(browser, "output")
+    assert output.startswith("我先读一下 README.md。")
+    assert "README.md 的标题是「demo」" in output and "pip install -e .\ndemo --help" in output
+    [line] = browser.find_elements(By.CSS_SELECTOR, "#tools li")
+    assert line.get_attribute("class") == "ok"
+    assert line.text == '✓ read {"path":"README.md"} · ok · 63 B'
+    assert "2 轮" in text_of(browser, "status")
+    assert list(relay.runs) == [{"query": "读取 README.md,告诉我项目怎样启动", "stopReason": "completed"}]
+
+
+def test_a_server_error_event_shows_its_message_and_does_not_reconnect(browser, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("ink_py.provider.shared.backoff_seconds", lambda attempt: 0.0)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))  # nothing listens here: the model is unreachable
+        dead_model = f"http://127.0.0.1:{unused.getsockname()[1]}/v1"
+        relay = make_relay_server(
+            provider_factory=lambda: OpenAICompletionsProvider(dead_model), model="m", workspace=tmp_path
+        ).start()
+        try:
+            browser.get(relay.url)
+            browser.find_element(By.ID, "send").click()
+            wait_for(browser, lambda: "出错" in text_of(browser, "status"), "the error event")
+            assert "could not reach the model server" in text_of(browser, "status")
+            assert browser.find_element(By.ID, "send").is_enabled()
+            assert browser.execute_script("return es") is None  # closed in onerror: it never reconnects
+            wait_for(browser, lambda: relay.runs, "the run's record")
+            assert [run["error"][:33] for run in relay.runs] == ["could not reach the model server "]
+        finally:
+            relay.close()
+
+
+def test_leaving_the_page_mid_answer_aborts_the_run(browser, relay_on) -> None:
+    relay = relay_on("slow")  # a long answer, two characters at a time
+    browser.get(relay.url)
+    query = browser.find_element(By.ID, "query")
+    query.clear()
+    query.send_keys("讲一段慢慢的回答")
+    browser.find_element(By.ID, "send").click()
+    wait_for(browser, lambda: len(text_of(browser, "output")) >= 4, "the first words")
+    assert not browser.find_element(By.ID, "send").is_enabled()  # one question at a time
+    assert list(relay.runs) == []  # still answering
+
+    browser.get("about:blank")  # beforeunload → closeEventSource() → the server notices
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not relay.runs and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(relay.runs) == [{"query": "讲一段慢慢的回答", "stopReason": "aborted"}]
