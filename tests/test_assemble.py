@@ -128,6 +128,22 @@ def test_missing_id_falls_back_to_call_index(ink):
 
 
 @pytest.mark.ex4
+def test_an_id_arriving_after_an_invented_one_does_not_split_the_call(ink):
+    reads = [call(0, '{"p":', name="read"), call(0, " 1}", id="real"), chunk(finish="tool_calls")]
+    events, _ = run_assembly(ink, reads)
+    assert events[-1]["message"]["blocks"] == [
+        {"type": "toolCall", "id": "call_0", "name": "read", "arguments": {"p": 1}}
+    ]
+
+
+@pytest.mark.ex4
+def test_a_later_name_never_replaces_the_first(ink):
+    reads = [call(0, "{}", id="t1", name="read"), call(0, name="grep"), chunk(finish="tool_calls")]
+    events, _ = run_assembly(ink, reads)
+    assert events[-1]["message"]["blocks"][0]["name"] == "read"
+
+
+@pytest.mark.ex4
 def test_empty_fragments_yield_no_delta_and_blank_arguments_become_empty_object(ink):
     reads = [call(0, "", id="t1", name="now"), call(0, ""), call(0, "  "), chunk(finish="tool_calls")]
     events, _ = run_assembly(ink, reads)
@@ -178,6 +194,12 @@ def test_article_missing_finish_reason_raises_and_yields_no_message(ink):
     events, error = run_assembly(ink, [fixture_bytes("article/missing_finish")])
     assert error == "stream ended without finish_reason — response may be truncated"
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "tool_call_delta"]
+
+
+@pytest.mark.ex5
+def test_an_empty_finish_reason_still_counts_as_seen(ink):
+    events, error = run_assembly(ink, [chunk({"content": "hi"}), chunk(finish="")])
+    assert error is None and events[-1]["message"]["stopReason"] is None
 
 
 @pytest.mark.ex5

@@ -26,6 +26,11 @@ READS = [
         [b'data: {"a": 1}\r\n\r', b'\ndata: {"b": "\xe8\xaf\xbb"}\r\n\r\n'], [A, B], id="crlf-split-in-middle"
     ),
     pytest.param([b'data: {"a": 1}\n\r\n'], [A], id="lf-then-crlf"),
+    pytest.param(
+        [b"event: delta\r", b'\ndata: {"a": 1}\r\n\r\n'],
+        [{"event": "delta", "data": {"a": 1}}],
+        id="crlf-split-in-event",
+    ),
     pytest.param([b'\xef\xbb\xbfdata: {"a": 1}\n\n'], [A], id="bom-stripped"),
     pytest.param([b"\xef\xbb", b'\xbfdata: {"a": 1}\n\n'], [A], id="bom-split"),
     pytest.param([b": keep-alive\n\n", b'data: {"a": 1}\n\n'], [A], id="comment-frame-skipped"),

@@ -104,6 +104,7 @@ FAILING_SERVERS = [
 ]
 
 
+@pytest.mark.ex4
 @pytest.mark.parametrize("fixture, expected", SERVERS, ids=[row[0] for row in SERVERS])
 def test_server_stream_assembles_into_the_expected_message(ink, fixture, expected):
     events, error = run_assembly(ink, [fixture_bytes(f"servers/{fixture}")])

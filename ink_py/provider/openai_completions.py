@@ -153,6 +153,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         delta = choice.get("delta") or {}  # Azure sends choices without a delta
 
         # ① Save the text and tell the display at once.
+        # exercise 3 ▼ text accumulation
         content = delta.get("content")
         if isinstance(content, str) and content != "":
             if text_block is None:
@@ -160,6 +161,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 blocks.append(text_block)
             text_parts.append(content)  # `textBlock.text += content`, joined at ④
             yield {"type": "text_delta", "text": content}
+        # exercise 3 ▲
 
         # Reasoning text (DeepSeek's reasoning_content, OpenRouter's reasoning): shown, never sent back.
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -172,6 +174,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ② Keep each tool request and its argument fragments by index (§2.2).
         for position, tc in enumerate(delta.get("tool_calls") or []):
+            # exercise 4 ▼ tool-call fragments
             index = tc.get("index", position)  # beyond §2.2: Gemini sends no index
             block = tool_by_index.get(index)
             function = tc.get("function") or {}
@@ -202,11 +205,14 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             if fragment != "":
                 tool_raw_by_index[index].append(fragment)  # only this index's string grows
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
+            # exercise 4 ▲
 
         # ③ Note the finish reason the server gives (§4.1, §4.4); keep reading to the end.
+        # exercise 5 ▼ finish reason
         if choice.get("finish_reason") is not None:
             saw_finish = True
             stop_reason = map_finish_reason(choice["finish_reason"])
+        # exercise 5 ▲
 
         # Usage: usually a last chunk with no choices; Moonshot puts it in choices[0].
         reported = chunk.get("usage") or choice.get("usage") or (chunk.get("x_groq") or {}).get("usage")
@@ -223,8 +229,10 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
     if signal is not None and signal.aborted:
         return  # an aborted reply is never handed to the loop
+    # exercise 5 ▼ no finish reason
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
         raise ProviderError("stream ended without finish_reason — response may be truncated")
+    # exercise 5 ▲
     if stop_reason is None and any(block["type"] == "toolCall" for block in blocks):
         stop_reason = "tool_use"  # an unknown finish reason, but tool calls ended the turn
     if not blocks:
@@ -247,7 +255,9 @@ def map_finish_reason(reason: Any) -> StopReason:
     >>> [map_finish_reason(r) for r in ("tool_calls", "stop", "length", "content_filter")]
     ['tool_use', 'end_turn', 'max_tokens', None]
     """
+    # exercise 5 ▼ map_finish_reason
     return {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}.get(reason)  # type: ignore[return-value]
+    # exercise 5 ▲
 
 
 def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:

@@ -81,6 +81,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
     >>> list(parse_sse([b'data: {"a": 1}\\r\\n\\r\\ndata: [DO', b'NE]\\n\\n']))
     [{'event': 'message', 'data': {'a': 1}}, {'event': 'message', 'data': '[DONE]'}]
     """
+    # exercise 2 ▼ parse_sse
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true
     # The article's `buffer` string, kept as a list of pieces: a long event arriving in
     # small reads is then copied once when its frame is cut, not once per read.
@@ -132,6 +133,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
             ) from None
         if parsed is not None:
             yield parsed
+    # exercise 2 ▲
 
 
 # ── §2.1 parse_frame: one frame → {"event", "data"} ─────────────────────────────────────
@@ -147,6 +149,7 @@ def parse_frame(frame: str) -> SseEvent | None:
     >>> parse_frame('data: [DONE]')
     {'event': 'message', 'data': '[DONE]'}
     """
+    # exercise 1 ▼ parse_frame
     event = "message"  # the default SSE event name when there is no `event:` line
     data_lines: list[str] = []
     error_lines: list[str] = []
@@ -178,6 +181,7 @@ def parse_frame(frame: str) -> SseEvent | None:
     except ValueError:
         # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
         raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") from None
+    # exercise 1 ▲
 
 
 def _json_or_text(text: str) -> Any:
@@ -196,12 +200,14 @@ def abort_safe(source: Iterable[T], signal: AbortSignal | None) -> Iterator[T]:
     An abort closes the connection, so the pending read fails. That failure is the
     cancellation itself, not a fault: end quietly. Any other error propagates.
     """
+    # exercise 6 ▼ abort_safe
     try:
         yield from source  # `for await (const item of source) yield item`
     except Exception:
         if signal is not None and signal.aborted:
             return  # aborted: end the event stream
         raise  # any other read error goes up to the caller
+    # exercise 6 ▲
 
 
 def safe_parse_json(raw: str) -> Any:
@@ -212,10 +218,12 @@ def safe_parse_json(raw: str) -> Any:
     >>> safe_parse_json('{"path":"README.md"')
     {'_parseError': 'tool arguments were not valid JSON', 'raw': '{"path":"README.md"'}
     """
+    # exercise 7 ▼ safe_parse_json
     try:
         return json.loads(raw)
     except ValueError:
         return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
+    # exercise 7 ▲
 
 
 # ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────

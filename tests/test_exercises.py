@@ -1,0 +1,435 @@
+"""The course exercises' machinery (``ink_py/exercises.py``): markers, stubs, copies, check, hint, list.
+
+The heart of it, for every exercise that has markers: a freshly stubbed copy FAILS the
+exercise's tests (each region on its own, too — no region's tests pass vacuously), and the
+reference PASSES them, with at least one test selected. Those pytest sessions all run in
+one fresh interpreter (see ``run_sessions``) with exactly the arguments ``check`` uses.
+"""
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ink_py import exercises as ex
+
+ROOT = Path(__file__).resolve().parent.parent
+REGIONS = ex.package_regions()
+AVAILABLE = sorted(REGIONS)  # 1–8; 9 joins by itself once chunks.py has markers
+SPLIT = [(n, i) for n in AVAILABLE if len(REGIONS[n]) > 1 for i in range(len(REGIONS[n]))]
+
+
+def files_of(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.py"))}
+
+
+def put_back(copy: Path, number: int, change: tuple[str, str] = ("", "")) -> None:
+    """Put the reference's code back into exercise ``number``'s regions of the copy — a correct
+    solution — optionally with ``change`` (old, new) applied to it: a wrong one."""
+    for relative, regions in ex.group_by_file(REGIONS[number]).items():
+        reference = (ex.PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        target = copy / relative
+        text = target.read_text(encoding="utf-8")
+        ours = [r for r in ex.find_regions(text) if r["number"] == number]
+        for region, mine in reversed(list(zip(regions, ours, strict=True))):
+            body = "\n".join(ex.body_of(reference, region))
+            if change[0]:
+                body = body.replace(*change)
+            text = ex.replace_body(text, mine, body.split("\n"))
+        target.write_text(text, encoding="utf-8")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = ex.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ── the marker grammar and the stub generator ──────────────────────────────────────────
+
+
+def test_exercises_1_to_8_have_markers_and_9_waits_for_chunks_py():
+    assert set(range(1, 9)) <= set(AVAILABLE) <= set(ex.EXERCISES)
+    if 9 not in AVAILABLE:
+        assert ex.status(9, Path("nowhere"), {}) == "skipped until chunks.py has exercise markers"
+    for number in range(1, 9):
+        exercise = ex.EXERCISES[number]
+        assert 3 <= len(exercise["hints"]) <= 4 and exercise["section"].startswith("§")
+
+
+@pytest.mark.parametrize(
+    "source, problem",
+    [
+        ("# exercise 1 ▼\nx = 1\n", "never closed"),
+        ("x = 1\n# exercise 1 ▲\n", "closes no open region"),
+        ("# exercise 1 ▼\nx = 1\n# exercise 2 ▲\n", "closes no open region"),
+        ("# exercise 1 ▼\n# exercise 2 ▼\nx = 1\n# exercise 2 ▲\n# exercise 1 ▲\n", "opens inside"),
+        ("def f():\n    # exercise 1 ▼\n    x = 1\n# exercise 1 ▲\n", "indentation differs"),
+        ("def f():\n    # exercise 1 ▼\n    # only prose\n    # exercise 1 ▲\n", "has no code"),
+        ("if x:\n    # exercise 1 ▼\n    y = 1\nz = 2\n    # exercise 1 ▲\n", "indented less"),
+    ],
+    ids=["unclosed", "stray-close", "wrong-number", "nested", "indent-mismatch", "no-code", "dedented-line"],
+)
+def test_markers_that_break_the_grammar_are_reported_with_their_line(source, problem):
+    with pytest.raises(ex.MarkerError, match=problem) as caught:
+        ex.find_regions(source, "demo.py")
+    assert str(caught.value).startswith("demo.py:")
+
+
+def test_a_stub_compiles_wherever_the_region_is_and_raises_only_when_reached():
+    source = textwrap.dedent(
+        """\
+        def f(items):
+            for item in items or []:
+                # exercise 3 ▼ a loop body
+                last = item  # keep the last one
+                # exercise 3 ▲
+            if items:
+                return last
+            elif items is None:
+                # exercise 7 ▼ an elif branch
+                return 1
+                # exercise 7 ▲
+            else:
+                return 2
+        """
+    )
+    stubbed = ex.stub_source(ex.stub_source(source, 3), 7)
+    namespace: dict = {}
+    exec(compile(stubbed, "<stub>", "exec"), namespace)
+    f = namespace["f"]
+    assert f([]) == 2  # the stubs are not on this path
+    with pytest.raises(NotImplementedError, match=r"^exercise 3 not written yet: .* walkthrough\.md §2 ①$"):
+        f([1])
+    with pytest.raises(NotImplementedError, match="exercise 7 not written yet"):
+        f(None)
+    assert "        # TODO: keep the last one\n" in stubbed
+    assert "last = item" not in stubbed
+    assert [(r["number"], r["indent"]) for r in ex.find_regions(stubbed)] == [(3, " " * 8), (7, " " * 8)]
+
+
+@pytest.mark.parametrize("relative", sorted({relative for regions in REGIONS.values() for relative, _ in regions}))
+def test_stubbing_every_exercise_keeps_each_signature_and_docstring(relative):
+    reference = (ex.PACKAGE_DIR / relative).read_text(encoding="utf-8")
+    stubbed = reference
+    for number in AVAILABLE:
+        stubbed = ex.stub_source(stubbed, number)
+
+    def signatures(text: str) -> dict[str, tuple[str, str | None]]:
+        tree = ast.parse(text)
+        return {
+            node.name: (ast.unparse(node.args), ast.get_docstring(node))
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef)
+        }
+
+    assert signatures(stubbed) == signatures(reference)
+    for region in ex.find_regions(stubbed):
+        assert ex.is_stub(stubbed, region)
+
+
+def test_the_stub_of_parse_frame_keeps_the_reference_comments_as_todos():
+    stubbed = ex.stub_source((ex.PACKAGE_DIR / "provider/shared.py").read_text(encoding="utf-8"), 1)
+    [region] = [r for r in ex.find_regions(stubbed) if r["number"] == 1]
+    body = ex.body_of(stubbed, region)
+    assert "    # TODO: the default SSE event name when there is no `event:` line" in body
+    assert body[-1] == (
+        '    raise NotImplementedError("exercise 1 not written yet: parse_frame: event name, data lines, JSON, '
+        '[DONE] — see walkthrough.md §2.1")'
+    )
+    assert all(line.strip().startswith("# TODO: ") for line in body[:-1])
+
+
+# ── both directions, for every exercise: stubs fail, the reference passes ──────────────
+
+SESSIONS = """
+import json, os, sys
+import pytest
+for job in json.loads(sys.argv[1]):
+    os.environ[job["env"]] = job["report"]
+    pytest.main(job["args"])
+"""
+
+
+def run_sessions(jobs: list[dict], processes: int = 2) -> None:
+    """Run pytest sessions in a few fresh interpreters (one start-up each, not one per session)."""
+    batches = [jobs[i::processes] for i in range(processes)]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", SESSIONS, json.dumps(batch)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for batch in batches
+        if batch
+    ]
+    for process in running:
+        _, err = process.communicate()
+        assert process.returncode == 0, err
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, dict]:
+    """name → the plugin's report, for: each exercise's stub copy (made by ``start``), each region
+    of a multi-region exercise stubbed alone, and the reference on every exercise's tests."""
+    base = tmp_path_factory.mktemp("exercise_sessions")
+    jobs = []
+
+    def job(name: str, args: list[str]) -> None:
+        jobs.append({"env": ex.REPORT_ENV, "report": str(base / f"{name}.json"), "args": args})
+
+    for number in AVAILABLE:
+        copy = base / f"stub_ex{number}"
+        ex.start(number, copy)
+        job(copy.name, ex.check_arguments(copy, number))
+    for number, index in SPLIT:
+        copy = base / f"stub_ex{number}_r{index}"
+        ex.make_copy(copy)
+        relative, region = REGIONS[number][index]
+        reference = (ex.PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        (copy / relative).write_text(ex.replace_body(reference, region, ex.stub_body(reference, region)))
+        job(copy.name, ex.check_arguments(copy, number))
+    everything = " or ".join(f"ex{n}" for n in AVAILABLE)
+    job(
+        "reference",
+        ["-m", everything, "-q", "--tb=short", "--no-header", "-p", "no:cacheprovider", "-p", ex.__name__, "tests"],
+    )
+    run_sessions(jobs)
+    return {Path(j["report"]).stem: json.loads(Path(j["report"]).read_text(encoding="utf-8")) for j in jobs}
+
+
+@pytest.mark.parametrize("number", AVAILABLE, ids=[f"ex{n}" for n in AVAILABLE])
+def test_a_fresh_stub_copy_fails_the_exercise_tests_on_its_own_stub(reports, number):
+    report = reports[f"stub_ex{number}"]
+    assert report["exitstatus"] == 1
+    assert report["failure"]["kind"] == "stub" and report["failure"]["exercise"] == number
+
+
+@pytest.mark.parametrize("number, index", SPLIT, ids=[f"ex{n}-region{i + 1}" for n, i in SPLIT])
+def test_each_region_stubbed_alone_fails_the_exercise_tests(reports, number, index):
+    report = reports[f"stub_ex{number}_r{index}"]
+    relative, _ = REGIONS[number][index]
+    assert report["exitstatus"] == 1
+    assert report["failure"]["kind"] == "stub" and report["failure"]["exercise"] == number
+    assert report["failure"]["in_copy"].startswith(f"stub_ex{number}_r{index}/{relative}:")
+
+
+@pytest.mark.parametrize("number", AVAILABLE, ids=[f"ex{n}" for n in AVAILABLE])
+def test_the_reference_passes_the_exercise_tests_and_check_selects_them_all(reports, number):
+    report = reports["reference"]
+    mine = [nodeid for nodeid, marks in report["selected"].items() if number in marks]
+    assert mine, f"no test is marked ex{number}"
+    assert {report["outcomes"][nodeid] for nodeid in mine} == {"passed"}
+    # check collects only the modules that say `mark.exN`: they must hold every such test
+    assert {nodeid.split("::")[0] for nodeid in mine} <= set(ex.marked_test_files(number))
+
+
+# ── the working copy ────────────────────────────────────────────────────────────────────
+
+
+def test_the_copy_imports_only_itself(tmp_path):
+    ex.make_copy(tmp_path / "solo_ink")
+    script = textwrap.dedent(
+        """\
+        import importlib, pkgutil, sys
+        import solo_ink
+        names = [m.name for m in pkgutil.walk_packages(solo_ink.__path__, "solo_ink.")
+                 if not m.name.endswith("__main__")]  # __main__ would run the agent
+        for name in names:
+            importlib.import_module(name)
+        print(len(names), sorted(m for m in sys.modules if m == "ink_py" or m.startswith("ink_py.")))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    count, leaked = done.stdout.split(" ", 1)
+    assert int(count) >= 15 and leaked.strip() == "[]"
+    # …and nothing imports ink_py by name on a path that did not run above
+    for path in (tmp_path / "solo_ink").rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level > 0 or not (node.module or "").startswith("ink_py"), path
+            if isinstance(node, ast.Import):
+                assert not any(alias.name.startswith("ink_py") for alias in node.names), path
+        assert not re.search(r"import_module\(\s*[\"']ink_py", source), path
+
+
+def test_start_accumulates_keeps_the_students_edits_and_never_restarts(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "start", "1")
+    assert code == 0 and "my_ink/provider/shared.py:" in out and "walkthrough.md §2.1" in out
+    copy = tmp_path / "my_ink"
+    assert ex.load_state(copy)["started"] == [1]
+
+    put_back(copy, 1)  # the student solves exercise 1…
+    loop = copy / "core" / "loop.py"
+    loop.write_text(loop.read_text(encoding="utf-8") + "# my own note\n", encoding="utf-8")  # …and notes something
+    solved = files_of(copy)
+
+    code, out, _ = run(capsys, "start", "parse-sse")
+    assert code == 0 and "started exercise 2" in out
+    after = files_of(copy)
+    assert after["core/loop.py"].endswith("# my own note\n")
+    shared = after["provider/shared.py"]
+    assert 'event = "message"  # the default SSE event name' in shared  # the solution of 1 stays
+    assert [r["number"] for r in ex.find_regions(shared) if ex.is_stub(shared, r)] == [2]
+    assert {k: v for k, v in after.items() if k != "provider/shared.py"} == {
+        k: v for k, v in solved.items() if k != "provider/shared.py"
+    }
+
+    for name in ("2", "1"):
+        code, out, _ = run(capsys, "start", name)
+        assert code == 0 and "already started" in out and "nothing changed" in out
+        assert files_of(copy) == after
+    assert ex.load_state(copy)["started"] == [1, 2]
+
+
+def test_start_refuses_what_it_cannot_safely_change(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    theirs = tmp_path / "project"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine")
+    (tmp_path / "afile").write_text("x")
+    for argv, words in [
+        (["start", "1", "project"], "is not a working copy made by ink-py exercise start"),
+        (["start", "1", "afile"], "is a file"),
+        (["start", "1", "my-ink"], "must be a new Python identifier"),
+        (["start", "1", "json"], "must be a new Python identifier"),
+    ]:
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == "" and err.startswith("error: ") and words in err and err.count("\n") == 1
+    assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
+    assert not (tmp_path / "my-ink").exists() and not (tmp_path / "json").exists()
+
+    # An exercise whose region the student changed before starting it is left alone.
+    assert run(capsys, "start", "1")[0] == 0
+    shared = tmp_path / "my_ink" / "provider" / "shared.py"
+    shared.write_text(shared.read_text(encoding="utf-8").replace("yield from source", "yield from list(source)"))
+    before = files_of(tmp_path / "my_ink")
+    code, _, err = run(capsys, "start", "6")
+    assert code == 1 and "region differs from ink_py's" in err and "Nothing was changed" in err
+    assert files_of(tmp_path / "my_ink") == before and ex.load_state(tmp_path / "my_ink")["started"] == [1]
+
+    empty = tmp_path / "empty_ink"
+    empty.mkdir()
+    assert run(capsys, "start", "1", "--dir", "empty_ink")[0] == 0  # an empty folder loses nothing
+    assert ex.is_working_copy(empty)
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["start"], "which exercise?"),
+        (["start", "99"], "no exercise '99'"),
+        (["hint", "parse-frames"], "no exercise 'parse-frames'"),
+        (["start", "1", "a", "b"], "too many arguments"),
+        (["start", "1", "a", "--dir", "b"], "give the folder once"),
+        (["list", "--verbose"], "unknown option --verbose"),
+        (["check", "1"], "no working copy at my_ink"),
+    ],
+)
+def test_usage_mistakes_are_one_error_line(tmp_path, monkeypatch, capsys, argv, words):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1
+
+
+def test_no_subcommand_prints_the_usage(capsys):
+    code, out, _ = run(capsys)
+    assert code == 0 and out.startswith("usage: ink-py exercise") and "check NAME [DIR]" in out
+
+
+@pytest.mark.parametrize("name, number", [("1", 1), ("ex2", 2), ("text-delta", 3), ("Safe_Parse_Json", 7)])
+def test_exercise_names(name, number):
+    assert ex.exercise_number(name) == number
+
+
+def test_hints_come_one_more_each_time_and_are_remembered(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "hint", "1")  # no copy yet: counted in the current directory
+    assert code == 0 and "提示 1/4" in out and "提示 2/4" not in out
+    assert json.loads((tmp_path / ".exercises.json").read_text())["hints"] == {"1": 1}
+    assert "提示 2/4" in run(capsys, "hint", "parse-frame")[1]
+
+    run(capsys, "start", "1")  # the copy takes the count over
+    out = run(capsys, "hint", "1")[1]
+    assert "提示 1/4" in out and "提示 3/4" in out and "提示 4/4" not in out
+    assert ex.load_state(tmp_path / "my_ink")["hints"] == {"1": 3}
+    assert "提示 4/4" in run(capsys, "hint", "1")[1]
+    out = run(capsys, "hint", "1")[1]
+    assert "提示 4/4" in out and "last hint" in out
+
+
+def test_list_shows_where_each_exercise_stands(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    out = run(capsys, "list")[1]
+    assert "no working copy at my_ink yet" in out and out.count("not started") == len(AVAILABLE)
+    run(capsys, "start", "1")
+    run(capsys, "start", "2")
+    put_back(tmp_path / "my_ink", 2)
+    rows = {line.split()[1]: line for line in run(capsys, "list")[1].splitlines() if re.match(r"  \d ", line)}
+    assert rows["parse-frame"].endswith("started (stub still present)")
+    assert rows["parse-sse"].endswith("started (not checked yet)")
+    assert rows["text-delta"].endswith("not started")
+    if 9 not in AVAILABLE:
+        assert rows["chunk-concat"].endswith("skipped until chunks.py has exercise markers")
+
+
+# ── check: plain words, the right section, the order of exercises, green ──────────────
+
+
+def test_check_on_a_fresh_stub_says_not_written_yet_and_where_to_read(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "1")
+    code, out, err = run(capsys, "check", "1")
+    assert (code, err) == (1, "")
+    assert "exercise 1 · parse-frame — not written yet" in out
+    assert "my_ink/provider/shared.py:" in out and "re-read walkthrough.md §2.1" in out
+    assert len(out.splitlines()) <= 4 and "Traceback" not in out and "====" not in out
+    assert ex.load_state(tmp_path / "my_ink")["checks"] == {"1": "red"}
+
+
+def test_check_a_wrong_solution_tells_what_was_fed_expected_and_got(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "1")
+    put_back(tmp_path / "my_ink", 1, ('event = value or "message"', 'event = "message"'))  # ignores `event:`
+    code, out, _ = run(capsys, "check", "1")
+    assert code == 1
+    assert "  test      test_parse_frame[named-event]" in out
+    assert "  fed       frame = 'event: delta\\ndata: {\"a\": 1}'\n" in out  # the expected value is not "fed"
+    assert "  expected  {'event': 'delta', 'data': {'a': 1}}" in out
+    assert "  got       {'event': 'message', 'data': {'a': 1}}" in out
+    assert "re-read walkthrough.md §2.1" in out and "--pdb" in out
+    assert "Traceback" not in out and "assert " not in out
+
+
+def test_check_points_to_the_exercise_whose_stub_is_in_the_way(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "1")
+    run(capsys, "start", "2")
+    put_back(tmp_path / "my_ink", 2)  # exercise 2 is right, but parse_sse calls the stub of 1
+    code, out, _ = run(capsys, "check", "2")
+    assert code == 1 and "also runs exercise 1" in out and "finish exercise 1 first" in out
+
+
+def test_check_is_green_once_the_region_is_right_and_suggests_the_next(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "3")
+    put_back(tmp_path / "my_ink", 3)
+    code, out, _ = run(capsys, "check", "text-delta")
+    assert code == 0
+    assert re.search(r"exercise 3 · text-delta — all \d+ tests pass", out)
+    assert "next: exercise 1 · parse-frame — ink-py exercise start 1" not in out  # next after 3, not before
+    assert "next: exercise 4 · tool-calls — ink-py exercise start 4" in out
+    listing = run(capsys, "list")[1]
+    assert re.search(r"3  text-delta .* passed \(last check green\)", listing)
+    assert "next: exercise 1 · parse-frame — ink-py exercise start 1" in listing
