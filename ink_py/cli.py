@@ -15,6 +15,7 @@ limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line on 
 from __future__ import annotations
 
 import argparse
+import bdb
 import importlib
 import os
 import sys
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
-        if os.environ.get("INK_DEBUG"):
+        if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
             raise
         print(f"error: internal error ({type(err).__name__}: {err}); INK_DEBUG=1 shows the traceback", file=sys.stderr)
         return EXIT_ERROR

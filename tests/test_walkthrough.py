@@ -1,0 +1,132 @@
+"""walkthrough.md stays true: what it names exists, its excerpts match the source, and every
+identifier of the article's code has a row in its table."""
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from .helpers import ROOT
+
+WALKTHROUGH = (ROOT / "walkthrough.md").read_text(encoding="utf-8")
+
+# Every identifier in the article's code listings (its §2, §2.1, §2.2, §2.3, §4.1–§4.4), which
+# the table must map to Python. Kept here because the article itself is not in the repository.
+ARTICLE_IDENTIFIERS = """
+parseSse parseFrame abortSafe safeParseJson _parseError mapFinishReason provider.stream response.body reader
+decoder buffer sep frame event dataLines sse chunk choice content blocks textBlock toolByIndex toolRawByIndex
+tc fragment stopReason sawFinish ours raw usage text_delta tool_call_start tool_call_delta message_end LLMEvent
+request request.signal signal streamAssistant onEvent runAgentLoop assistant toolCalls ToolResult results
+executeToolBatch toolMap onToolCall clock failToolCallsFromTruncatedMessage AgentMessage toolResults history
+onMessage truncated printRunStats
+""".split()
+
+
+def table_rows() -> list[list[str]]:
+    section = WALKTHROUGH.split("## 对照表", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[1:]]  # skip the header
+
+
+@cache
+def definitions(path: str) -> dict[str, tuple[int, int]]:
+    """Top-level names (functions, classes, assignments) and Class.method → (first, last) line."""
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    found: dict[str, tuple[int, int]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found[node.name] = (node.lineno, node.end_lineno or node.lineno)
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        found[f"{node.name}.{item.name}"] = (item.lineno, item.end_lineno or item.lineno)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = (node.lineno, node.end_lineno or node.lineno)
+    return found
+
+
+def test_every_identifier_of_the_articles_code_has_a_row():
+    named = {re.sub(r"`", "", row[0]) for row in table_rows()}
+    assert set(ARTICLE_IDENTIFIERS) - named == set()
+
+
+@pytest.mark.parametrize("row", table_rows(), ids=lambda row: row[0].strip("`"))
+def test_each_row_names_a_real_file_function_and_test(row):
+    identifier, python, where, test = row
+    path, function = re.fullmatch(r"`([^`]+)` · `([^`]+)`", where).groups()
+    assert function in definitions(path), f"{path} has no {function}"
+    test_file, test_name = re.fullmatch(r"`([^`]+)::([^`\[]+)`", test).groups()
+    assert test_name in definitions(test_file), f"{test_file} has no {test_name}"
+
+
+def test_every_path_named_exists():
+    paths = set(re.findall(r"(?<![\w/])((?:ink_py|tests|fixtures|benchmarks)/[\w./-]*\w)", WALKTHROUGH))
+    assert paths, "the walkthrough names no files?"
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert missing == []
+
+
+def test_every_test_id_named_exists():
+    ids = set(re.findall(r"(tests/[\w/]+\.py)::(\w+)", WALKTHROUGH))
+    assert len(ids) > 30
+    missing = sorted(f"{f}::{name}" for f, name in ids if name not in definitions(f))
+    assert missing == []
+
+
+def test_every_function_named_with_its_file_exists():
+    pairs = set(re.findall(r"`((?:ink_py)/[\w/]+\.py)` · `([\w.]+)`", WALKTHROUGH))
+    missing = sorted(f"{f} · {name}" for f, name in pairs if name not in definitions(f))
+    assert missing == []
+
+
+def excerpts() -> list[tuple[str, str, list[str]]]:
+    """Code blocks that open with `# <file> · <function>`: (file, function, the lines after it)."""
+    found = []
+    for block in re.findall(r"```python\n(.*?)```", WALKTHROUGH, re.S):
+        first, *lines = block.rstrip("\n").split("\n")
+        match = re.fullmatch(r"# (ink_py/[\w/]+\.py) · (\w+)", first)
+        assert match, f"an excerpt must name its source on its first line: {first!r}"
+        found.append((match[1], match[2], lines))
+    return found
+
+
+@pytest.mark.parametrize("path, function, lines", excerpts(), ids=lambda v: v if isinstance(v, str) else None)
+def test_each_excerpt_is_copied_exactly_from_that_function(path, function, lines):
+    first, last = definitions(path)[function]
+    source = (ROOT / path).read_text(encoding="utf-8").splitlines()[first - 1 : last]
+    windows = [source[i : i + len(lines)] for i in range(len(source) - len(lines) + 1)]
+    assert lines in windows, f"this excerpt no longer matches {path} · {function}:\n" + "\n".join(lines)
+
+
+def test_the_pdb_breakpoints_point_at_the_lines_the_recipe_names():
+    anchors = [
+        ("ink_py/provider/shared.py", 'frame = "".join(buffer)[:-1]'),
+        ("ink_py/provider/shared.py", 'frame = "".join(buffer) + text[start:sep]'),
+        ("ink_py/provider/openai_completions.py", "text_parts.append(content)"),
+        ("ink_py/provider/openai_completions.py", "tool_raw_by_index[index].append(fragment)"),
+        ("ink_py/provider/openai_completions.py", "yield {"),
+    ]
+    breakpoints = re.findall(r"\(Pdb\) b ([\w/.]+):(\d+)", WALKTHROUGH)
+    assert [path for path, _ in breakpoints] == [path for path, _ in anchors]
+    for (path, number), (_, text) in zip(breakpoints, anchors, strict=True):
+        line = (ROOT / path).read_text(encoding="utf-8").splitlines()[int(number) - 1]
+        assert line.strip().startswith(text), f"{path}:{number} is now {line.strip()!r}, not {text!r}"
+    message_end = (ROOT / anchors[-1][0]).read_text(encoding="utf-8").splitlines()[int(breakpoints[-1][1])]
+    assert '"type": "message_end"' in message_end
+
+
+def test_it_follows_the_articles_numbering():
+    headings = re.findall(r"^##+ (\d(?:\.\d)?)\.? ", WALKTHROUGH, re.M)
+    assert headings[:11] == ["1", "2", "2.1", "2.2", "2.3", "3", "4.1", "4.2", "4.3", "4.4", "5"]
+
+
+def test_it_links_every_module_docstring_it_lists():
+    links = re.findall(r"\]\((ink_py/[\w/]+\.py)\)", WALKTHROUGH)
+    modules = {str(p.relative_to(ROOT)) for p in Path(ROOT / "ink_py").rglob("*.py") if p.name != "__init__.py"}
+    assert set(links) <= modules
+    assert {"ink_py/provider/shared.py", "ink_py/provider/openai_completions.py", "ink_py/core/loop.py"} <= set(links)
