@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, TYPE_CHECKING, NoReturn
 
 import requests
 
@@ -30,6 +30,9 @@ from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.shared import ProviderError
 from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt
 from .scenarios import SCENARIOS
+
+if TYPE_CHECKING:
+    from .model_server import ModelServer
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
 SCRIPTED_MODEL = "ink-scripted"
@@ -56,7 +59,7 @@ class CliParser(argparse.ArgumentParser):
     """argparse that reports mistakes as one ``error:`` line and exit code 1 (2 means "truncated")."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"error: {message} (see ink-py --help)\n")
+        self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> CliParser:
@@ -133,25 +136,32 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def run_agent(args: argparse.Namespace) -> int:
-    workspace = Path(args.workspace)
-    if not workspace.is_dir():
+def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:
+    """Where requests go: ``(base_url, model, api_key, built_in_server)``.
+
+    The configured endpoint (flags, then OPENAI_BASE_URL / INK_MODEL / OPENAI_API_KEY), or
+    the built-in scripted model, started here on 127.0.0.1 (the caller closes it). Shared
+    by ``ink-py`` and ``ink-py serve``.
+    """
+    if not Path(args.workspace).is_dir():
         raise UsageError(f"--workspace {args.workspace}: not a folder")
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
     if args.base_url and args.scenario:
         raise UsageError("--scenario only applies to the built-in model; leave out --base-url (and OPENAI_BASE_URL)")
     if args.base_url and not args.model:
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
-
-    server = None
     if args.base_url:
-        base_url, model = args.base_url, args.model
-    else:
-        from .model_server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
+        return args.base_url, args.model, api_key, None
+    from .model_server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
 
-        delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
-        server = start_model_server(scenario=args.scenario or "readme", delay=delay)
-        base_url, model = server.base_url, args.model or SCRIPTED_MODEL
+    delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
+    server = start_model_server(scenario=args.scenario or "readme", delay=delay)
+    return server.base_url, args.model or SCRIPTED_MODEL, api_key, server
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    base_url, model, api_key, server = resolve_endpoint(args)
+    if server is not None:
         print(
             f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
             file=sys.stderr,
@@ -164,7 +174,7 @@ def run_agent(args: argparse.Namespace) -> int:
                 "model": model,
                 "system": args.system,
                 "prompt": args.prompt,
-                "workspace": str(workspace),
+                "workspace": args.workspace,
                 "max_turns": args.max_turns,
                 "max_tokens": args.max_tokens,
                 "display": args.display,

@@ -79,13 +79,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from .cli import DEFAULT_SYSTEM, SCRIPTED_MODEL, positive_int
+from .cli import DEFAULT_SYSTEM, CliParser, UsageError, positive_int, resolve_endpoint
 from .core.abort import AbortController
 from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, AgentEvent, run_agent_loop
 from .core.parallel import execute_tool_batch_parallel
@@ -486,15 +485,6 @@ def page_html() -> str:
 # ── ink-py serve ────────────────────────────────────────────────────────────────────────
 
 
-class UsageError(Exception):
-    """A mistake in how ``ink-py serve`` was called: one ``error:`` line, exit 1."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(1, f"error: {message} (see ink-py serve --help)\n")
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """``ink-py serve`` flags; the endpoint rules and env fallbacks are ``ink-py``'s.
 
@@ -502,7 +492,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     >>> args.host, args.port, args.max_turns
     ('127.0.0.1', 8000, 5)
     """
-    parser = _Parser(
+    parser = CliParser(
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
     )
@@ -544,22 +534,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    if not Path(args.workspace).is_dir():
-        raise UsageError(f"--workspace {args.workspace}: not a folder")
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
-    if args.base_url and args.scenario:
-        raise UsageError("--scenario only applies to the built-in model; leave out --base-url (and OPENAI_BASE_URL)")
-    if args.base_url and not args.model:
-        raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
-
-    model_server = None
-    if args.base_url:
-        base_url, model = args.base_url, args.model
-    else:
-        from .model_server import start_model_server  # only needed without a real endpoint
-
-        model_server = start_model_server(scenario=args.scenario or "readme")  # once, shared by every run
-        base_url, model = model_server.base_url, args.model or SCRIPTED_MODEL
+    base_url, model, api_key, model_server = resolve_endpoint(args)  # the same rules as ink-py
     try:
         try:
             relay = make_relay_server(
