@@ -47,8 +47,8 @@ Worked example::
         # exercise 5 ▲
     <BLANKLINE>
 
-``check`` runs ``python -m pytest --impl DIR -m exN -x`` from the source checkout with this
-module loaded as a pytest plugin (``-p ink_py.exercises``): its hooks write the first
+``check`` runs ``python -m pytest --impl DIR -m exN -x`` from the source checkout with
+``ink_py/exercise_report.py`` loaded as a pytest plugin: its hooks write the first
 failure — what the test fed in, what it expected, what came back — to a JSON file, which
 ``check`` turns into a few plain lines. A progress file, ``DIR/.exercises.json``, marks the
 folder as a copy made here and remembers started exercises, check results and hints shown.
@@ -60,7 +60,6 @@ import functools
 import io
 import json
 import os
-import pprint
 import re
 import shlex
 import shutil
@@ -623,7 +622,7 @@ def check_arguments(folder: Path, number: int) -> list[str]:
     """What ``check`` runs after ``python -m pytest``: exercise N's tests on the copy, up to the first failure."""
     return [
         "--impl", str(folder.resolve()), "-m", f"ex{number}", "-x", "-q", "--tb=no", "--no-header",
-        "-p", "no:cacheprovider", "-p", __name__, *marked_test_files(number),
+        "-p", "no:cacheprovider", "-p", f"{__package__}.exercise_report", *marked_test_files(number),
     ]  # fmt: skip
 
 
@@ -853,144 +852,3 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-
-
-# ── the pytest plugin `check` loads (-p ink_py.exercises): the first failure, as data ──
-# Idle unless INK_EXERCISE_REPORT names the file to write. Hook names are pytest's.
-
-_report: dict[str, Any] = {}
-_compare: dict[str, str] | None = None  # the last failing comparison of the running test
-
-
-def pytest_configure(config: Any) -> None:
-    if os.environ.get(REPORT_ENV):
-        _report.update(passed=0, failed=0, failure=None, selected={}, outcomes={})
-
-
-def pytest_collection_finish(session: Any) -> None:
-    if _report:
-        for item in session.items:
-            marks = sorted(int(m.name[2:]) for m in item.iter_markers() if re.fullmatch(r"ex\d+", m.name))
-            _report["selected"][item.nodeid] = marks
-
-
-def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
-    global _compare
-    _compare = None
-
-
-def pytest_assertrepr_compare(config: Any, op: str, left: Any, right: Any) -> None:
-    global _compare
-    if _report:
-        _compare = {"op": op, "left": show_value(left), "right": show_value(right)}
-    return None  # keep pytest's own explanation
-
-
-def pytest_runtest_logreport(report: Any) -> None:
-    if not _report:
-        return
-    if report.when == "call" or report.failed:
-        if report.failed or report.nodeid not in _report["outcomes"]:
-            _report["outcomes"][report.nodeid] = report.outcome
-    if report.when == "call" and report.passed:
-        _report["passed"] += 1
-    elif report.failed:
-        _report["failed"] += 1
-
-
-def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
-    if not _report or _report["failure"] is not None or call.excinfo is None:
-        return
-    _report["failure"] = describe_exception(node, call.excinfo)
-
-
-def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
-    if _report:
-        _report["exitstatus"] = int(exitstatus)
-        Path(os.environ[REPORT_ENV]).write_text(json.dumps(_report, ensure_ascii=False), encoding="utf-8")
-
-
-def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
-    """What a failed test fed in, what broke and where — as plain data for ``check``."""
-    error = excinfo.value
-    function = getattr(node, "function", None)
-    path = Path(str(getattr(node, "path", ""))).resolve()
-    failure: dict[str, Any] = {
-        "nodeid": getattr(node, "nodeid", ""),
-        "name": getattr(node, "name", ""),
-        "file": path.relative_to(SOURCE_ROOT).as_posix() if path.is_relative_to(SOURCE_ROOT) else str(path),
-        "line": (node.location[1] or 0) + 1 if hasattr(node, "location") else 0,
-        "doc": (getattr(function, "__doc__", None) or "").strip().split("\n")[0],
-        "params": {k: show_value(v) for k, v in getattr(getattr(node, "callspec", None), "params", {}).items()},
-        "fixtures": fixture_files(function),
-        "notes": [str(note) for note in getattr(error, "__notes__", [])][:6],
-        "compare": _compare,
-        "exercise": None,
-    }
-    impl = node.config.getoption("impl", None) if hasattr(node, "config") else None
-    copy = Path(impl).resolve() if impl else None
-    for entry in excinfo.traceback:  # the test's own line that failed; the innermost frame in the copy
-        where = Path(str(entry.path)).resolve()
-        if where == path and entry.name == getattr(function, "__name__", None):
-            failure["test_line"] = str(entry.statement).strip().split("\n")[0]
-        if copy is not None and where.is_relative_to(copy):
-            failure["in_copy"] = f"{copy.name}/{where.relative_to(copy).as_posix()}:{entry.lineno + 1} in {entry.name}"
-    if isinstance(error, SyntaxError) and error.filename:  # the copy does not even import
-        broken = Path(error.filename).resolve()
-        shown_as = (
-            f"{copy.name}/{broken.relative_to(copy).as_posix()}" if copy and broken.is_relative_to(copy) else broken
-        )
-        failure["in_copy"] = f"{shown_as}:{error.lineno}"
-    message = str(error).strip()
-    stub = STUB_MESSAGE.match(message) if isinstance(error, NotImplementedError) else None
-    if stub:
-        failure.update(kind="stub", exercise=int(stub[1]), message=message)
-    elif isinstance(error, AssertionError):
-        failure.update(kind="assert", message="\n".join(message.split("\n")[:8]))
-    elif message.startswith("DID NOT RAISE"):
-        failure.update(kind="did_not_raise", message=message.split("\n")[0])
-    else:
-        failure.update(kind="error", message=f"{type(error).__name__}: {message.split(chr(10))[0][:300]}")
-    return failure
-
-
-def show_value(value: Any, max_lines: int = 14) -> str:
-    """A readable, bounded repr for the report: long strings cut, at most ``max_lines`` lines."""
-    text = pprint.pformat(shorten(value), width=100, sort_dicts=False)
-    lines = text.split("\n")
-    if len(lines) > max_lines:
-        lines = [*lines[:max_lines], f"… ({len(lines) - max_lines} more lines)"]
-    text = "\n".join(lines)
-    return text if len(text) <= 2000 else text[:2000] + " …"
-
-
-class Shortened:
-    """Stands for a long string or bytes in a report: its start, and how long it really was."""
-
-    def __init__(self, value: str | bytes, keep: int = 80) -> None:
-        self.text = f"{value[:keep]!r}… ({len(value)} {'characters' if isinstance(value, str) else 'bytes'})"
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def shorten(value: Any) -> Any:
-    """``value`` with every string or bytes longer than 120 replaced by a Shortened."""
-    if isinstance(value, (str, bytes)) and len(value) > 120:
-        return Shortened(value)
-    if isinstance(value, dict):
-        return {key: shorten(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(shorten(item) for item in value)
-    return value
-
-
-def fixture_files(function: Any) -> list[str]:
-    """The SSE fixtures a test reads (``fixture_bytes("article/readme")`` → fixtures/article/readme.sse)."""
-    import inspect
-
-    try:
-        source = inspect.getsource(function)
-    except (OSError, TypeError):
-        return []
-    return [f"fixtures/{name}.sse" for name in dict.fromkeys(re.findall(r'fixture_bytes\("([^"]+)"\)', source))]

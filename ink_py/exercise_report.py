@@ -1,0 +1,158 @@
+"""The pytest plugin behind ``ink-py exercise check``: the first failure, as plain data.
+
+``check`` (ink_py/exercises.py) runs the exercise's tests in a separate ``python -m pytest``
+with ``-p ink_py.exercise_report`` and ``INK_EXERCISE_REPORT=<file>``. These hooks (their
+names are pytest's) record how many tests passed and failed, which exercises each selected
+test belongs to, and for the first failure: the test, the parameters it was fed, the
+comparison that failed (both sides, bounded), the line in the student's copy where it
+broke, and whether it was a stub of another exercise. ``check`` turns that into a few
+plain lines. Without ``INK_EXERCISE_REPORT`` the plugin does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pprint
+import re
+from pathlib import Path
+from typing import Any
+
+from .exercises import REPORT_ENV, SOURCE_ROOT, STUB_MESSAGE
+
+_report: dict[str, Any] = {}
+_compare: dict[str, str] | None = None  # the last failing comparison of the running test
+
+
+def pytest_configure(config: Any) -> None:
+    if os.environ.get(REPORT_ENV):
+        _report.update(passed=0, failed=0, failure=None, selected={}, outcomes={})
+
+
+def pytest_collection_finish(session: Any) -> None:
+    if _report:
+        for item in session.items:
+            marks = sorted(int(m.name[2:]) for m in item.iter_markers() if re.fullmatch(r"ex\d+", m.name))
+            _report["selected"][item.nodeid] = marks
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    global _compare
+    _compare = None
+
+
+def pytest_assertrepr_compare(config: Any, op: str, left: Any, right: Any) -> None:
+    global _compare
+    if _report:
+        _compare = {"op": op, "left": show_value(left), "right": show_value(right)}
+    return None  # keep pytest's own explanation
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    if not _report:
+        return
+    if report.when == "call" or report.failed:
+        if report.failed or report.nodeid not in _report["outcomes"]:
+            _report["outcomes"][report.nodeid] = report.outcome
+    if report.when == "call" and report.passed:
+        _report["passed"] += 1
+    elif report.failed:
+        _report["failed"] += 1
+
+
+def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
+    if not _report or _report["failure"] is not None or call.excinfo is None:
+        return
+    _report["failure"] = describe_exception(node, call.excinfo)
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    if _report:
+        _report["exitstatus"] = int(exitstatus)
+        Path(os.environ[REPORT_ENV]).write_text(json.dumps(_report, ensure_ascii=False), encoding="utf-8")
+
+
+def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
+    """What a failed test fed in, what broke and where — as plain data for ``check``."""
+    error = excinfo.value
+    function = getattr(node, "function", None)
+    path = Path(str(getattr(node, "path", ""))).resolve()
+    failure: dict[str, Any] = {
+        "nodeid": getattr(node, "nodeid", ""),
+        "name": getattr(node, "name", ""),
+        "file": path.relative_to(SOURCE_ROOT).as_posix() if path.is_relative_to(SOURCE_ROOT) else str(path),
+        "line": (node.location[1] or 0) + 1 if hasattr(node, "location") else 0,
+        "doc": (getattr(function, "__doc__", None) or "").strip().split("\n")[0],
+        "params": {k: show_value(v) for k, v in getattr(getattr(node, "callspec", None), "params", {}).items()},
+        "fixtures": fixture_files(function),
+        "notes": [str(note) for note in getattr(error, "__notes__", [])][:6],
+        "compare": _compare,
+        "exercise": None,
+    }
+    impl = node.config.getoption("impl", None) if hasattr(node, "config") else None
+    copy = Path(impl).resolve() if impl else None
+    for entry in excinfo.traceback:  # the test's own line that failed; the innermost frame in the copy
+        where = Path(str(entry.path)).resolve()
+        if where == path and entry.name == getattr(function, "__name__", None):
+            failure["test_line"] = str(entry.statement).strip().split("\n")[0]
+        if copy is not None and where.is_relative_to(copy):
+            failure["in_copy"] = f"{copy.name}/{where.relative_to(copy).as_posix()}:{entry.lineno + 1} in {entry.name}"
+    if isinstance(error, SyntaxError) and error.filename:  # the copy does not even import
+        broken = Path(error.filename).resolve()
+        shown_as = (
+            f"{copy.name}/{broken.relative_to(copy).as_posix()}" if copy and broken.is_relative_to(copy) else broken
+        )
+        failure["in_copy"] = f"{shown_as}:{error.lineno}"
+    message = str(error).strip()
+    stub = STUB_MESSAGE.match(message) if isinstance(error, NotImplementedError) else None
+    if stub:
+        failure.update(kind="stub", exercise=int(stub[1]), message=message)
+    elif isinstance(error, AssertionError):
+        failure.update(kind="assert", message="\n".join(message.split("\n")[:8]))
+    elif message.startswith("DID NOT RAISE"):
+        failure.update(kind="did_not_raise", message=message.split("\n")[0])
+    else:
+        failure.update(kind="error", message=f"{type(error).__name__}: {message.split(chr(10))[0][:300]}")
+    return failure
+
+
+def show_value(value: Any, max_lines: int = 14) -> str:
+    """A readable, bounded repr for the report: long strings cut, at most ``max_lines`` lines."""
+    text = pprint.pformat(shorten(value), width=100, sort_dicts=False)
+    lines = text.split("\n")
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines], f"… ({len(lines) - max_lines} more lines)"]
+    text = "\n".join(lines)
+    return text if len(text) <= 2000 else text[:2000] + " …"
+
+
+class Shortened:
+    """Stands for a long string or bytes in a report: its start, and how long it really was."""
+
+    def __init__(self, value: str | bytes, keep: int = 80) -> None:
+        self.text = f"{value[:keep]!r}… ({len(value)} {'characters' if isinstance(value, str) else 'bytes'})"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def shorten(value: Any) -> Any:
+    """``value`` with every string or bytes longer than 120 replaced by a Shortened."""
+    if isinstance(value, (str, bytes)) and len(value) > 120:
+        return Shortened(value)
+    if isinstance(value, dict):
+        return {key: shorten(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(shorten(item) for item in value)
+    return value
+
+
+def fixture_files(function: Any) -> list[str]:
+    """The SSE fixtures a test reads (``fixture_bytes("article/readme")`` → fixtures/article/readme.sse)."""
+    import inspect
+
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return []
+    return [f"fixtures/{name}.sse" for name in dict.fromkeys(re.findall(r'fixture_bytes\("([^"]+)"\)', source))]
