@@ -288,3 +288,18 @@ def test_serve_model_prints_its_url_first(workspace):
         process.send_signal(signal.SIGINT)
         process.wait(timeout=10)
     assert process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "policy, shown, hidden",
+    [
+        ("ink", '  ↳ read {"path": "README.md"}', "preparing a read call"),
+        ("filtered", "  … preparing a read call", "↳ read"),  # second article §五: no raw JSON while it accumulates
+    ],
+)
+def test_display_policies(workspace, policy, shown, hidden):
+    done = ink_py("--display", policy, cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stderr and hidden not in done.stderr
+    assert '→ read {"path": "README.md"}' in done.stderr  # the call itself is announced either way
+    assert "Demo project" in done.stdout  # text streams the same
