@@ -176,18 +176,14 @@ def fail_tool_calls_from_truncated_message(
     """
     # exercise 8 ▼ fail_tool_calls_from_truncated_message
     for call in tool_calls:
-        result: ToolResult = {
-            "toolCallId": call["id"],
-            "toolName": call["name"],
-            "content": (
-                f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
-                f"{call['name']} may be truncated; the call was not run. Send the call again with complete arguments."
-            ),
-            "isError": True,
-        }
+        result = error_result(
+            call,
+            f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
+            f"{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.",
+        )
         results.append(result)
         if on_event is not None:
-            on_event({"type": "tool_start", "toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
+            on_event(tool_start_event(call))
             on_event({"type": "tool_end", "result": result})
     # exercise 8 ▲
 
@@ -197,10 +193,19 @@ def fill_missing_tool_results(tool_calls: Iterable[ToolCallBlock], results: list
     answered = {result["toolCallId"] for result in results}
     for call in tool_calls:
         if call["id"] not in answered:
-            results.append({"toolCallId": call["id"], "toolName": call["name"], "content": reason, "isError": True})
+            results.append(error_result(call, reason))
 
 
 # ── running the tools ───────────────────────────────────────────────────────────────────
+
+
+def error_result(call: ToolCallBlock, content: str) -> ToolResult:
+    """The result of a call that failed or never ran: ``content`` says why, for the model."""
+    return {"toolCallId": call["id"], "toolName": call["name"], "content": content, "isError": True}
+
+
+def tool_start_event(call: ToolCallBlock) -> ToolStart:
+    return {"type": "tool_start", "toolCallId": call["id"], "name": call["name"], "args": call["arguments"]}
 
 
 def execute_tool_batch(
@@ -216,7 +221,7 @@ def execute_tool_batch(
         if signal is not None and signal.aborted:
             return  # the rest never start; fill_missing_tool_results answers them
         if on_event is not None:
-            on_event({"type": "tool_start", "toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
+            on_event(tool_start_event(call))
         result = (
             prepare_tool_call(call, tool_map) or gate_tool_call(call, on_tool_call) or run_tool(call, tool_map, signal)
         )
@@ -247,7 +252,7 @@ def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolRes
         if not issues:
             return None
         problem = f"invalid arguments for {call['name']} — {'; '.join(issues[:5])}. Fix the arguments and retry."
-    return {"toolCallId": call["id"], "toolName": call["name"], "content": f"Error: {problem}", "isError": True}
+    return error_result(call, f"Error: {problem}")
 
 
 def gate_tool_call(call: ToolCallBlock, on_tool_call: OnToolCall | None) -> ToolResult | None:
@@ -257,13 +262,7 @@ def gate_tool_call(call: ToolCallBlock, on_tool_call: OnToolCall | None) -> Tool
     decision = on_tool_call({"toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
     if not decision or not decision.get("block"):
         return None
-    reason = decision.get("reason") or "no reason given"
-    return {
-        "toolCallId": call["id"],
-        "toolName": call["name"],
-        "content": f'Tool "{call["name"]}" blocked: {reason}',
-        "isError": True,
-    }
+    return error_result(call, f'Tool "{call["name"]}" blocked: {decision.get("reason") or "no reason given"}')
 
 
 def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal | None) -> ToolResult:
@@ -277,9 +276,4 @@ def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal
             "isError": bool(output.get("isError", False)),
         }
     except Exception as err:  # a tool's bug must not end the run: the model is told instead
-        return {
-            "toolCallId": call["id"],
-            "toolName": call["name"],
-            "content": f"Error: tool {call['name']} threw: {err}",
-            "isError": True,
-        }
+        return error_result(call, f"Error: tool {call['name']} threw: {err}")

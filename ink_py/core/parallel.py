@@ -20,7 +20,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from .abort import AbortSignal
-from .loop import OnEvent, OnToolCall, gate_tool_call, prepare_tool_call, run_tool
+from .loop import OnEvent, OnToolCall, gate_tool_call, prepare_tool_call, run_tool, tool_start_event
 from .messages import ToolCallBlock, ToolResult
 from .tools.types import Tool
 
@@ -43,9 +43,7 @@ def execute_tool_batch_parallel(
         refusals: list[ToolResult | None] = []
         for call in chunk:
             if on_event is not None:
-                on_event(
-                    {"type": "tool_start", "toolCallId": call["id"], "name": call["name"], "args": call["arguments"]}
-                )
+                on_event(tool_start_event(call))
             refusals.append(prepare_tool_call(call, tool_map) or gate_tool_call(call, on_tool_call))
         if signal is not None and signal.aborted:
             return
@@ -73,16 +71,15 @@ def plan_chunks(tool_calls: list[ToolCallBlock], tool_map: dict[str, Tool]) -> l
     >>> [[c["id"] for c in chunk] for chunk in plan_chunks(calls, tools)]
     [['0', '1', '2', '3', '4'], ['5', '6'], ['7'], ['8']]
     """
+
+    def safe(call: ToolCallBlock) -> bool:
+        return bool(tool_map.get(call["name"], {}).get("concurrencySafe"))
+
     chunks: list[list[ToolCallBlock]] = []
     for call in tool_calls:
-        safe = bool(tool_map.get(call["name"], {}).get("concurrencySafe"))
         previous = chunks[-1] if chunks else None
-        if safe and previous and previous[-1]["_safe"] and len(previous) < MAX_CONCURRENT_TOOLS:  # type: ignore[typeddict-item]
-            previous.append({**call, "_safe": True})  # type: ignore[typeddict-unknown-key]
+        if safe(call) and previous and safe(previous[-1]) and len(previous) < MAX_CONCURRENT_TOOLS:
+            previous.append(call)  # joins the run of safe calls before it
         else:
-            chunks.append([{**call, "_safe": safe}])  # type: ignore[typeddict-unknown-key]
-    return [[strip_marker(call) for call in chunk] for chunk in chunks]
-
-
-def strip_marker(call: ToolCallBlock) -> ToolCallBlock:
-    return {key: value for key, value in call.items() if key != "_safe"}  # type: ignore[return-value]
+            chunks.append([call])  # an unsafe call, or the first of a new chunk
+    return chunks
