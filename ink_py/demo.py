@@ -79,6 +79,7 @@ TRACED: list[Callable[..., Any]] = [
     openai_completions.finish_tool_arguments,
     shared.safe_parse_json,
     openai_completions.merge_usage,
+    openai_completions.finished_message,  # the fallbacks of the last step
 ]
 # assemble_stream's locals a step keeps (the access layer's state, §2).
 STATE_NAMES = (

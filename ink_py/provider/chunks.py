@@ -84,8 +84,8 @@ from typing import Any, Literal, TypedDict
 
 from ..core.messages import AssistantBlock, AssistantMessage, ToolCallBlock, Usage, empty_usage
 from .openai_completions import (
-    EMPTY_REPLY_TEXT,
     finish_tool_arguments,
+    finished_message,
     map_finish_reason,
     merge_usage,
     raise_if_server_error,
@@ -478,10 +478,5 @@ def to_assistant_message(full: MessageChunk) -> AssistantMessage:
                 block: ToolCallBlock = {"type": "toolCall", "id": call["id"], "name": call["name"], "arguments": {}}
                 finish_tool_arguments(block, [call["args"]])
                 blocks.append(block)
-    stop_reason = map_finish_reason(full["finish_reason"])
-    if stop_reason is None and any(block["type"] == "toolCall" for block in blocks):
-        stop_reason = "tool_use"  # an unknown finish reason, but tool calls ended the turn
-    if not blocks:
-        blocks.append({"type": "text", "text": EMPTY_REPLY_TEXT})
     usage = empty_usage() if full["usage"] is None else dict(full["usage"])
-    return {"role": "assistant", "blocks": blocks, "usage": usage, "stopReason": stop_reason}  # type: ignore[typeddict-item]
+    return finished_message(blocks, usage, map_finish_reason(full["finish_reason"]))  # type: ignore[arg-type]

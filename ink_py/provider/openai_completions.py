@@ -50,6 +50,7 @@ from ..core.abort import AbortSignal
 from ..core.messages import (
     AgentMessage,
     AssistantBlock,
+    AssistantMessage,
     StopReason,
     TextBlock,
     ThinkingBlock,
@@ -233,14 +234,20 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
         raise ProviderError("stream ended without finish_reason — response may be truncated")
     # exercise 5 ▲
+    yield {
+        "type": "message_end",
+        "message": finished_message(blocks, usage, stop_reason),
+    }
+
+
+def finished_message(blocks: list[AssistantBlock], usage: Usage, stop_reason: StopReason) -> AssistantMessage:
+    """The assistant message of a stream that ended properly, with Ink's two fallbacks
+    (the article's "省略未知结束原因的映射兜底和空回复占位")."""
     if stop_reason is None and any(block["type"] == "toolCall" for block in blocks):
         stop_reason = "tool_use"  # an unknown finish reason, but tool calls ended the turn
     if not blocks:
         blocks.append({"type": "text", "text": EMPTY_REPLY_TEXT})
-    yield {
-        "type": "message_end",
-        "message": {"role": "assistant", "blocks": blocks, "usage": usage, "stopReason": stop_reason},
-    }
+    return {"role": "assistant", "blocks": blocks, "usage": usage, "stopReason": stop_reason}
 
 
 def finish_tool_arguments(block: ToolCallBlock, parts: list[str]) -> None:
