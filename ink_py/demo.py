@@ -62,14 +62,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType, FrameType
-from typing import Any, NoReturn, TypedDict
+from typing import Any, TypedDict
 
+from .cli import CliParser
 from .core.abort import AbortController
 from .provider import openai_completions, shared
 from .provider.shared import DONE
+from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, wants_colour
 from .scenarios import SCENARIOS, fixture_path, fixtures_dir
-
-EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
 # The functions whose lines a step shows: the article's core loop and the helpers it calls.
 TRACED: list[Callable[..., Any]] = [
@@ -548,13 +548,8 @@ def cut(line: str, width: int | None) -> str:
 # ── the command ──────────────────────────────────────────────────────────────────────
 
 
-class DemoParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"error: {message} (see ink-py demo --help)\n")
-
-
-def build_parser() -> DemoParser:
-    parser = DemoParser(
+def build_parser() -> CliParser:
+    parser = CliParser(
         prog="ink-py demo",
         description="Step through the article's §3 demo: one SSE event per step, fed to the real assemble_stream.",
         epilog="Enter: next step · q then Enter: quit. Without a terminal on stdin, every step is printed at once.",
@@ -586,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.list:
         print("\n".join(list_scenarios()))
-        return EXIT_OK
+        return EXIT_COMPLETED
     if args.file and args.scenario:
         return fail("give a scenario or --file, not both")
     if args.context < 0:
@@ -615,13 +610,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `ink-py demo --no-pause | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush stays quiet
-        return EXIT_OK
+        return EXIT_COMPLETED
 
 
 def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
     """Print the steps, waiting for Enter between them when a person is at the terminal."""
     pause = not args.no_pause and sys.stdin is not None and sys.stdin.isatty()
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    color = wants_colour(sys.stdout)
     style = Style(color, shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
     print(style.bold(f"ink-py demo · {label}"))
     print("每一步把一条 SSE 事件交给真实的 assemble_stream,在它读下一条之前停下,看它的局部变量。")
@@ -632,8 +627,8 @@ def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
             print(style.dim("[Enter 下一步 · q 退出] "), end="", file=sys.stderr, flush=True)
             answer = sys.stdin.readline()
             if answer == "" or answer.strip().lower() in ("q", "quit"):
-                return EXIT_OK
-    return EXIT_OK
+                return EXIT_COMPLETED
+    return EXIT_COMPLETED
 
 
 def shown_path(path: Path) -> str:

@@ -92,6 +92,7 @@ from .core.tools.read import create_read_tool
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.shared import ProviderError
 from .provider.types import LLMProvider
+from .runner import first_line
 from .scenarios import SCENARIOS
 
 MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
@@ -138,11 +139,6 @@ def sse_fields(event: AgentEvent) -> tuple[str, dict[str, Any]] | None:
             data["error"] = first_line(result["content"], 300)
         return "tool_end", data
     return None  # tool_call_delta (§五: the raw JSON stays on the server) and message_end
-
-
-def first_line(text: str, limit: int) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class BadRequest(Exception):

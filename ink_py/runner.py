@@ -145,8 +145,7 @@ class Display:
         elif kind == "tool_end":
             result = event["result"]
             if result["isError"]:
-                first_line = shorten(result["content"].splitlines()[0] if result["content"] else "", 120)
-                self.write(self.err, f"← {result['toolName']} error: {first_line}\n", "31")
+                self.write(self.err, f"← {result['toolName']} error: {first_line(result['content'], 120)}\n", "31")
             else:
                 self.write(self.err, f"← {result['toolName']} ok · {human_size(result['content'])}\n", "32")
 
@@ -194,7 +193,8 @@ def ctrl_c_aborts(controller: AbortController, display: Display) -> Iterator[Non
 
 
 def wants_colour(stream: IO[str]) -> bool:
-    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+    """Colour only on a terminal, and never when NO_COLOR is set to anything (no-color.org)."""
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 def paint(text: str, code: str, colour: bool) -> str:
@@ -203,6 +203,11 @@ def paint(text: str, code: str, colour: bool) -> str:
 
 def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first line of a tool's output, shortened: how an error is shown in one line."""
+    return shorten(text.strip().splitlines()[0] if text.strip() else "", limit)
 
 
 def human_size(text: str) -> str:
