@@ -64,10 +64,13 @@ from .shared import (
     ProviderError,
     SseEvent,
     abort_safe,
+    display_url,
     interrupt_response,
     parse_sse,
     post_json_with_retry,
+    quote,
     read_body,
+    redact_reads,
     safe_parse_json,
     server_message,
 )
@@ -91,7 +94,8 @@ class OpenAICompletionsProvider:
         self.record_dir = Path(record_dir) if record_dir else None  # ink-py --record DIR
 
     def __repr__(self) -> str:
-        return f"OpenAICompletionsProvider(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
+        shown = display_url(self.base_url)  # a password in the URL is never shown either
+        return f"OpenAICompletionsProvider(base_url={shown!r}, api_key={'***' if self._api_key else None})"
 
     def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
         """POST the request and yield its LLMEvents as the reply streams in."""
@@ -105,7 +109,9 @@ class OpenAICompletionsProvider:
         )
         if response is None:
             return  # aborted before the reply started
-        reads = read_body(response) if record is None else tee_body(read_body(response), record)
+        # Beyond the article: a key the server echoes back is replaced before anything reads the bytes.
+        body_reads = redact_reads(read_body(response), self._api_key)
+        reads = body_reads if record is None else tee_body(body_reads, record)
         # An abort must wake a read blocked in this thread: the listener shuts the socket.
         wake = lambda: interrupt_response(response)  # noqa: E731
         if signal is not None:
@@ -149,9 +155,10 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             saw_done = True  # beyond §2.1: the end marker; nothing follows it
             break
         raise_if_server_error(sse)  # beyond §2: an error in the stream is never a reply
-        choices = chunk.get("choices") or []  # usage-only chunks have no choices[0]
-        choice = choices[0] if choices else {}
-        delta = choice.get("delta") or {}  # Azure sends choices without a delta
+        # Beyond §2: each field is checked for its JSON type, so a malformed chunk is named, not a crash.
+        choices = field(chunk, "choices", list) or []  # usage-only chunks have no choices[0]
+        choice = field({"choices[0]": choices[0]}, "choices[0]", dict, required=True) if choices else {}
+        delta = field(choice, "delta", dict) or {}  # Azure sends choices without a delta
 
         # ① Save the text and tell the display at once.
         # exercise 3 ▼ text accumulation
@@ -174,13 +181,16 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             yield {"type": "thinking_delta", "text": reasoning}
 
         # ② Keep each tool request and its argument fragments by index (§2.2).
-        for position, tc in enumerate(delta.get("tool_calls") or []):
+        for position, tc in enumerate(field(delta, "tool_calls", list) or []):
+            tc = field({"tool_calls[]": tc}, "tool_calls[]", dict, required=True)
             # exercise 4 ▼ tool-call fragments
             index = tc.get("index", position)  # beyond §2.2: Gemini sends no index
+            if not isinstance(index, str):  # a number, as the API says (a string index is tolerated)
+                field({"index": index}, "index", int, required=True)
             block = tool_by_index.get(index)
-            function = tc.get("function") or {}
-            name = function.get("name")
-            tc_id = tc.get("id")  # "" on DashScope's continuation chunks: not a new id
+            function = field(tc, "function", dict) or {}
+            name = field(function, "name", str)
+            tc_id = field(tc, "id", str)  # "" on DashScope's continuation chunks: not a new id
             if block is not None and tc_id and tc_id != block["id"] and index not in invented_ids:
                 # Beyond §2.2: a new id at an occupied index is a new call (Ollama sends
                 # parallel calls all at index 0); the previous one is complete.
@@ -202,7 +212,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             elif name and block["name"] == "":
                 block["name"] = str(name)  # the name may arrive a chunk after the id
 
-            fragment = function.get("arguments") or ""
+            fragment = field(function, "arguments", str) or ""
             if fragment != "":
                 tool_raw_by_index[index].append(fragment)  # only this index's string grows
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
@@ -210,13 +220,17 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ③ Note the finish reason the server gives (§4.1, §4.4); keep reading to the end.
         # exercise 5 ▼ finish reason
-        if choice.get("finish_reason") is not None:
+        if field(choice, "finish_reason", str) is not None:
             saw_finish = True
             stop_reason = map_finish_reason(choice["finish_reason"])
         # exercise 5 ▲
 
         # Usage: usually a last chunk with no choices; Moonshot puts it in choices[0].
-        reported = chunk.get("usage") or choice.get("usage") or (chunk.get("x_groq") or {}).get("usage")
+        reported = (
+            field(chunk, "usage", dict)
+            or field(choice, "usage", dict)
+            or field(field(chunk, "x_groq", dict) or {}, "usage", dict)
+        )
         if reported:
             merge_usage(usage, reported)
 
@@ -272,13 +286,64 @@ def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
 
     ``prompt_tokens`` includes cache hits; they are moved to ``cacheReadTokens``.
     """
-    details = reported.get("prompt_tokens_details") or {}
+    details = field(reported, "prompt_tokens_details", dict) or {}
     cached = (  # OpenAI's spelling, DeepSeek's, Moonshot's
-        details.get("cached_tokens") or reported.get("prompt_cache_hit_tokens") or reported.get("cached_tokens") or 0
+        token_count(details, "cached_tokens")
+        or token_count(reported, "prompt_cache_hit_tokens")
+        or token_count(reported, "cached_tokens")
     )
-    usage["inputTokens"] = max(usage["inputTokens"], (reported.get("prompt_tokens") or 0) - cached)
-    usage["outputTokens"] = max(usage["outputTokens"], reported.get("completion_tokens") or 0)
+    usage["inputTokens"] = max(usage["inputTokens"], token_count(reported, "prompt_tokens") - cached)
+    usage["outputTokens"] = max(usage["outputTokens"], token_count(reported, "completion_tokens"))
     usage["cacheReadTokens"] = max(usage["cacheReadTokens"], cached)
+
+
+JSON_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number", bool: "a boolean"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type: ``'an array'``, ``'null'`` …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def field(container: dict[str, Any], key: str, expected: type, required: bool = False) -> Any:
+    """``container[key]`` if absent/null (unless ``required``) or of the ``expected`` JSON type;
+    otherwise the server is at fault: ProviderError naming the field and both types.
+
+    >>> try:
+    ...     field({"delta": []}, "delta", dict)
+    ... except ProviderError as err:
+    ...     print(err)
+    the server sent a malformed chunk: "delta" is an array, expected an object
+    """
+    value = container.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
+        return value
+    raise ProviderError(
+        f'the server sent a malformed chunk: "{key}" is {json_type(value)}, expected {JSON_TYPE_NAMES[expected]}'
+    )
+
+
+def token_count(reported: dict[str, Any], key: str) -> int:
+    """A usage number: absent is 0; anything but a whole number ≥ 0 is the server's fault."""
+    value = reported.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProviderError(
+            f'the server sent a malformed chunk: usage "{key}" is {quote(json.dumps(value)[:40], 40)}, '
+            "expected a whole number of tokens"
+        )
+    return value
 
 
 def raise_if_server_error(sse: SseEvent) -> None:
@@ -287,7 +352,7 @@ def raise_if_server_error(sse: SseEvent) -> None:
     if sse["event"] == "error" or (isinstance(data, dict) and data.get("error") is not None):
         raise ProviderError(f"the server reported an error in the stream: {server_message(data)}")
     if not isinstance(data, dict):
-        raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {str(data)[:200]!r}")
+        raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {quote(str(data))}")
 
 
 # ── the request body (part 01): to_wire_messages, build_request_body ────────────────────

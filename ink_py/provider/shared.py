@@ -36,12 +36,15 @@ from __future__ import annotations
 import codecs
 import email.utils
 import json
+import math
 import random
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, TypedDict, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import urllib3
@@ -58,9 +61,13 @@ BACKOFF_BASE_SECONDS = 0.6  # Ink's first delay; doubled per retry, with jitter
 BACKOFF_MAX_SECONDS = 8.0
 RETRY_AFTER_MAX_SECONDS = 60.0  # a server asking for a longer wait gets an error, not a hang
 CONNECT_TIMEOUT_SECONDS = 15.0
+HEADERS_TIMEOUT_SECONDS = 90.0  # beyond §4.2: longest wait for the response headers, never retried
 READ_TIMEOUT_SECONDS = 300.0  # longest silence between two reads of the body
 READ_SIZE = 65536  # most bytes one read may return (it returns what has arrived, often less)
 ERROR_BODY_LIMIT = 65536  # how much of an error response is read for its message
+MAX_EVENT_BYTES = 32 * 1024 * 1024  # beyond §2.1: most bytes one unfinished event may hold
+MAX_QUOTE_CHARS = 200  # how much of a server's bad payload an error message quotes
+MAX_ARGUMENT_DEPTH = 100  # beyond §4.3: tool arguments nested deeper are refused, not parsed into a crash
 
 
 class SseEvent(TypedDict):
@@ -86,6 +93,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
     # The article's `buffer` string, kept as a list of pieces: a long event arriving in
     # small reads is then copied once when its frame is cut, not once per read.
     buffer: list[str] = []
+    buffered = 0  # UTF-8 bytes in buffer: one unfinished event, bounded by MAX_EVENT_BYTES
     after_cr = False  # the last read ended with "\r", so a "\n" opening the next is its CRLF
     at_start = True  # a byte-order mark is stripped only at the very start (WHATWG)
 
@@ -107,6 +115,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
         if buffer and buffer[-1].endswith("\n") and text.startswith("\n"):
             frame = "".join(buffer)[:-1]  # the blank line straddles two reads: "…\n" | "\n…"
             buffer.clear()
+            buffered = 0
             start = 1
             parsed = parse_frame(frame)
             if parsed is not None:
@@ -115,13 +124,21 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
         while sep != -1:
             frame = "".join(buffer) + text[start:sep]
             buffer.clear()
+            buffered = 0
             start = sep + 2  # leave what has not yet formed a complete event
             parsed = parse_frame(frame)
             if parsed is not None:
                 yield parsed
             sep = text.find("\n\n", start)
         if start < len(text):
-            buffer.append(text[start:])
+            piece = text[start:]
+            buffer.append(piece)
+            buffered += len(piece) if piece.isascii() else len(piece.encode("utf-8"))
+            if buffered > MAX_EVENT_BYTES:  # beyond §2.1: an event that never ends is not held forever
+                raise ProviderError(
+                    f"the server sent an event of more than {MAX_EVENT_BYTES // (1024 * 1024)} MiB "
+                    "without ending it (no blank line); the reply was abandoned"
+                )
 
     rest = "".join(buffer) + decoder.decode(b"", final=True)
     if rest.strip("\n"):  # beyond §2.1: the body ended inside an event; parse it, don't drop it
@@ -129,7 +146,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
             parsed = parse_frame(rest)
         except ProviderError:
             raise ProviderError(
-                f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}"
+                f"stream ended in the middle of an event — response may be truncated: {quote(rest)}"
             ) from None
         if parsed is not None:
             yield parsed
@@ -177,18 +194,46 @@ def parse_frame(frame: str) -> SseEvent | None:
     if data.strip() == DONE:
         return {"event": event, "data": DONE}  # beyond §2.1: the end marker, not a bad frame
     try:
-        return {"event": event, "data": json.loads(data)}
-    except ValueError:
+        return {"event": event, "data": loads_finite(data)}
+    except (ValueError, RecursionError):
         # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
-        raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") from None
+        raise ProviderError(f"the server sent an event whose data is not JSON: {quote(frame)}") from None
     # exercise 1 ▲
 
 
 def _json_or_text(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads_finite(text)
+    except (ValueError, RecursionError):
         return text
+
+
+def loads_finite(text: str) -> Any:
+    """``json.loads`` refusing NaN, Infinity and numbers too large for a float (ValueError).
+
+    >>> loads_finite('{"prompt_tokens": 3}')
+    {'prompt_tokens': 3}
+    >>> loads_finite('{"prompt_tokens": NaN}')
+    Traceback (most recent call last):
+    ValueError: not a finite number: NaN
+    """
+    return json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)  # beyond §2.1
+
+
+def _not_finite(name: str) -> Any:
+    raise ValueError(f"not a finite number: {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as inf
+        raise ValueError(f"not a finite number: {text[:40]}")
+    return value
+
+
+def quote(text: str, limit: int = MAX_QUOTE_CHARS) -> str:
+    """``repr`` of the start of ``text``, for an error message: never the whole of a huge payload."""
+    return repr(text[:limit]) + (f" … ({len(text)} characters)" if len(text) > limit else "")
 
 
 # ── §4.2 abort_safe and §4.3 safe_parse_json ────────────────────────────────────────────
@@ -220,10 +265,29 @@ def safe_parse_json(raw: str) -> Any:
     """
     # exercise 7 ▼ safe_parse_json
     try:
-        return json.loads(raw)
-    except ValueError:
+        value = loads_finite(raw)  # beyond §4.3: NaN/Infinity refused, so the history stays valid JSON
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
+    if nesting_depth(value) > MAX_ARGUMENT_DEPTH:  # beyond §4.3: json.dumps of it would overflow the stack
+        return {"_parseError": f"tool arguments were nested more than {MAX_ARGUMENT_DEPTH} deep", "raw": raw[:500]}
+    return value
     # exercise 7 ▲
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep lists and objects nest in ``value``, found without recursion.
+
+    >>> nesting_depth({"a": [1, {"b": []}]}), nesting_depth("x")
+    (4, 0)
+    """
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 # ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────
@@ -255,17 +319,28 @@ def post_json_with_retry(
         if signal is not None and signal.aborted:
             return None
         try:
-            response = post(
-                url, data=data, headers=headers, stream=True,
-                timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+            response = post_abortably(
+                lambda: post(
+                    url, data=data, headers=headers, stream=True,
+                    timeout=(CONNECT_TIMEOUT_SECONDS, HEADERS_TIMEOUT_SECONDS),
+                ),
+                signal,
             )  # fmt: skip
-        except requests.RequestException as err:  # refused, DNS, reset, timeout before headers
+        except requests.exceptions.ReadTimeout:  # connected, but no headers: a retry would wait as long again
+            raise ProviderError(
+                f"the model server at {display_url(url)} sent no response headers "
+                f"within {HEADERS_TIMEOUT_SECONDS:.0f} s"
+            ) from None
+        except requests.RequestException as err:  # refused, DNS, reset, connect timeout
             if signal is not None and signal.aborted:
                 return None
             problem = _redact(str(err), api_key)
             delay = backoff_seconds(attempt)
         else:
+            if response is None:
+                return None  # aborted while connecting or waiting for the headers
             if response.ok:
+                set_read_timeout(response, READ_TIMEOUT_SECONDS)  # the body's silences get their own bound
                 return response
             retry_after = retry_after_seconds(response.headers)
             if not is_retryable_status(response.status_code) or attempt == MAX_ATTEMPTS:
@@ -277,7 +352,74 @@ def post_json_with_retry(
             delay = retry_after if retry_after is not None else backoff_seconds(attempt)
         if attempt < MAX_ATTEMPTS:
             wait(delay)
-    raise ProviderError(f"could not reach the model server at {url} after {MAX_ATTEMPTS} attempts: {problem}")
+    raise ProviderError(
+        f"could not reach the model server at {display_url(url)} after {MAX_ATTEMPTS} attempts: {problem}"
+    )
+
+
+def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | None) -> requests.Response | None:
+    """``send()`` on a worker thread, so that an abort ends the wait at once; None if aborted.
+
+    Beyond §4.2: until the headers arrive, requests exposes no socket an abort could shut,
+    and Python runs a Ctrl-C handler only between bytecodes of the main thread, which a
+    blocked connect or header read never reaches. Waiting on an Event instead keeps it
+    interruptible; an abandoned request closes its response the moment it arrives.
+    """
+    if signal is None:
+        return send()  # nothing can abort it: stay on this thread (and in the debugger)
+    finished = threading.Event()
+    outcome: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def work() -> None:
+        try:
+            outcome["response"] = send()
+        except BaseException as err:  # handed to the waiting thread
+            outcome["error"] = err
+        with lock:
+            finished.set()
+            if outcome.get("abandoned") and "response" in outcome:
+                outcome["response"].close()  # no one is waiting for it any more
+
+    threading.Thread(target=work, name="ink-post", daemon=True).start()
+    signal.add_listener(finished.set)
+    try:
+        finished.wait()
+    finally:
+        signal.remove_listener(finished.set)
+    with lock:
+        if "response" not in outcome and "error" not in outcome:  # woken by the abort
+            outcome["abandoned"] = True
+            return None
+    if "error" in outcome:
+        raise outcome["error"]
+    if signal.aborted:
+        outcome["response"].close()
+        return None
+    return outcome["response"]
+
+
+def set_read_timeout(response: requests.Response, seconds: float) -> None:
+    """Give the body its own timeout: requests' read timeout also bounded the header wait."""
+    sock = _response_socket(response)
+    if sock is not None:
+        try:
+            sock.settimeout(seconds)
+        except OSError:
+            pass
+
+
+def display_url(url: str) -> str:
+    """``url`` safe to print: a password in it is replaced by ``***``.
+
+    >>> display_url("http://user:secret@127.0.0.1:8000/v1")
+    'http://user:***@127.0.0.1:8000/v1'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def is_retryable_status(status: int) -> bool:
@@ -323,7 +465,8 @@ def api_error(response: requests.Response, api_key: str | None = None, note: str
         raw = b""
     finally:
         response.close()
-    message = server_message(_json_or_text(raw.decode("utf-8", "replace"))) or response.reason or "no message"
+    text = _redact(raw.decode("utf-8", "replace"), api_key)  # before server_message cuts it
+    message = server_message(_json_or_text(text)) or response.reason or "no message"
     hint = {
         401: " — check the API key (--api-key or OPENAI_API_KEY)",
         404: " — check the model name (--model) and the base URL (--base-url)",
@@ -380,13 +523,17 @@ def interrupt_response(response: requests.Response) -> None:
     # The socket being read: http.client's buffered reader → socket.SocketIO → socket.
     # (requests/urllib3 expose no public handle; with "Connection: close" urllib3's
     # connection has already let go of it, but the reader still holds it.)
-    reader = getattr(getattr(response.raw, "_fp", None), "fp", None)
-    sock = getattr(getattr(reader, "raw", None), "_sock", None)
+    sock = _response_socket(response)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # already closed: nothing is blocked on it
+
+
+def _response_socket(response: requests.Response) -> socket.socket | None:
+    reader = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    return getattr(getattr(reader, "raw", None), "_sock", None)
 
 
 def _sleep(seconds: float, signal: AbortSignal | None) -> None:
@@ -398,3 +545,37 @@ def _sleep(seconds: float, signal: AbortSignal | None) -> None:
 
 def _redact(text: str, api_key: str | None) -> str:
     return text.replace(api_key, "***") if api_key else text
+
+
+def redact_reads(reads: Iterable[bytes], secret: str | None) -> Iterator[bytes]:
+    """Pass reads on with every occurrence of ``secret`` replaced by ``***`` — even one split
+    across two reads. Beyond the article: a server that echoes the key back (in an error, in
+    a non-JSON line, in the answer) must not make ink_py show it anywhere.
+
+    Only a read's tail that could be the start of the secret is held back for the next
+    read, so a complete event is never delayed.
+
+    >>> list(redact_reads([b"data: sk-SEC", b"RET\\n\\n"], "sk-SECRET"))
+    [b'data: ', b'***\\n\\n']
+    """
+    if not secret:
+        yield from reads
+        return
+    key = secret.encode("utf-8")
+    held = b""
+    for read in reads:
+        data = (held + read).replace(key, b"***")
+        keep = _partial_key_suffix(data, key)
+        held = data[len(data) - keep :] if keep else b""
+        if len(data) > keep:
+            yield data[: len(data) - keep]
+    if held:
+        yield held  # the body ended on what only looked like the start of the key
+
+
+def _partial_key_suffix(data: bytes, key: bytes) -> int:
+    """Length of the longest end of ``data`` that is a proper start of ``key``."""
+    for size in range(min(len(key) - 1, len(data)), 0, -1):
+        if key.startswith(data[-size:]):
+            return size
+    return 0
