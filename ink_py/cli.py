@@ -28,7 +28,7 @@ from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS
 from .core.parallel import execute_tool_batch_parallel
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.shared import ProviderError
-from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt, terminal_safe
 from .scenarios import SCENARIOS
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def build_parser() -> CliParser:
         default=os.environ.get("OPENAI_BASE_URL"),
         help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL)",
     )
-    endpoint.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
+    add_key_arguments(endpoint)
     endpoint.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
     endpoint.add_argument(
         "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
@@ -106,6 +106,39 @@ def build_parser() -> CliParser:
     return parser
 
 
+def add_key_arguments(group: argparse._ActionsContainer) -> None:
+    """``--api-key`` and ``--api-key-file``; the help recommends the environment variable."""
+    group.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        help="read the key from FILE (its first line); like OPENAI_API_KEY, it stays out of the process list",
+    )
+    group.add_argument(
+        "--api-key",
+        default=None,
+        metavar="KEY",
+        help="sent as a Bearer token; other local users can see it in the process list (ps), "
+        "so prefer the environment variable OPENAI_API_KEY or --api-key-file",
+    )
+
+
+def api_key_from(args: argparse.Namespace) -> str | None:
+    """The key: ``--api-key``, else ``--api-key-file``, else OPENAI_API_KEY (beyond Ink: the file)."""
+    if args.api_key:
+        return str(args.api_key)
+    path = getattr(args, "api_key_file", None)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as file:
+                key = file.readline(4096).strip()
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"--api-key-file {path}: {getattr(err, 'strerror', None) or err}") from None
+        if not key:
+            raise UsageError(f"--api-key-file {path}: the file is empty")
+        return key
+    return os.environ.get("OPENAI_API_KEY") or None
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -118,21 +151,22 @@ def positive_int(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in COMMANDS:
-        return importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__).main(argv[1:])
-    args = build_parser().parse_args(argv)
-    try:
+    try:  # everything inside, so a Ctrl-C at any point is "interrupted", never a traceback
+        if argv and argv[0] in COMMANDS:
+            return int(importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__).main(argv[1:]))
+        args = build_parser().parse_args(argv)
         return run_agent(args)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(err))}", file=sys.stderr)  # a server's words: neutralised
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
             raise
-        print(f"error: internal error ({type(err).__name__}: {err}); INK_DEBUG=1 shows the traceback", file=sys.stderr)
+        problem = terminal_safe(f"{type(err).__name__}: {err}")
+        print(f"error: internal error ({problem}); INK_DEBUG=1 shows the traceback", file=sys.stderr)
         return EXIT_ERROR
 
 
@@ -145,7 +179,7 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
     """
     if not Path(args.workspace).is_dir():
         raise UsageError(f"--workspace {args.workspace}: not a folder")
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    api_key = api_key_from(args)
     if args.base_url and args.scenario:
         raise UsageError("--scenario only applies to the built-in model; leave out --base-url (and OPENAI_BASE_URL)")
     if args.base_url and not args.model:

@@ -33,9 +33,10 @@ import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from .bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
 from .scripted_model import (
     DEFAULT_SCENARIO,
     MODEL_ID,
@@ -99,8 +100,9 @@ def start_model_server(
     return ModelServer(httpd, thread)
 
 
-class _Server(ThreadingHTTPServer):
-    """ThreadingHTTPServer (daemon threads) plus the settings and records the handlers share."""
+class _Server(BoundedServer):
+    """ThreadingHTTPServer (daemon threads, bounded: see bounded_server) plus the settings and
+    records the handlers share."""
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
@@ -116,7 +118,7 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BoundedHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked bodies
     server_version = "ink-scripted-model"
     server: _Server
@@ -142,7 +144,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, error_body(f"Invalid URL (GET {path})"))
 
     def do_POST(self) -> None:
-        raw = self._read_body()  # read first, so a keep-alive connection stays in step
+        try:
+            raw = self._read_body()  # read first, so a keep-alive connection stays in step
+        except BodyTooLarge as err:  # beyond the article: never read, and the connection is dropped
+            self.close_connection = True
+            self._send_json(413, error_body(str(err)))
+            return
         path = self._path()
         if path not in CHAT_PATHS:
             self._send_json(404, error_body(f"Invalid URL (POST {path})"))
@@ -163,11 +170,11 @@ class _Handler(BaseHTTPRequestHandler):
         return self.path.split("?", 1)[0].rstrip("/") or "/"
 
     def _read_body(self) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        length = self.body_length()  # BodyTooLarge past MAX_BODY_BYTES
+        if length is None:
             self.close_connection = True  # no length (or a chunked upload): the body's end is unknown
             return b""
-        return self.rfile.read(int(length))
+        return self.rfile.read(length)
 
     def _send_json(self, status: int, value: Any) -> None:
         self._send(json_reply(status, value))

@@ -66,9 +66,12 @@ and answers a question over 4000 characters with 413 before any model is asked.
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import ipaddress
 import json
 import os
+import re
 import select
 import socket
 import sys
@@ -77,14 +80,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from .cli import DEFAULT_SYSTEM, CliParser, UsageError, positive_int, resolve_endpoint
+from .bounded_server import BoundedHandler, BoundedServer
+from .cli import DEFAULT_SYSTEM, CliParser, UsageError, add_key_arguments, positive_int, resolve_endpoint
 from .core.abort import AbortController
 from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, AgentEvent, run_agent_loop
 from .core.parallel import execute_tool_batch_parallel
@@ -254,7 +257,7 @@ def peer_closed(connection: socket.socket) -> bool:
 # ── the server ──────────────────────────────────────────────────────────────────────────
 
 
-class RelayServer(ThreadingHTTPServer):
+class RelayServer(BoundedServer):
     """The relay: settings every request shares, the runs in flight, and what finished ones ended with."""
 
     def __init__(
@@ -390,7 +393,7 @@ def run_query(server: RelayServer, query: str, channel: SseChannel, controller: 
     return {"query": query, "stopReason": result["stopReason"]}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BoundedHandler):  # beyond the article: timeouts and a bound on connections
     protocol_version = "HTTP/1.1"  # chunked SSE bodies; the page and errors keep the connection alive
     server_version = "ink-py-serve"
     server: RelayServer
@@ -400,11 +403,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
+        if "Content-Length" in self.headers or "Transfer-Encoding" in self.headers:
+            self.close_connection = True  # a GET with a body: it is never read, so don't reuse the connection
         refusal = foreign_request(self.headers, self.server.server_address[1], self.server.loopback)
         if refusal is not None:
             self._send_json(403, {"error": refusal})
         elif url.path in ("/", "/index.html"):
-            self._send(200, "text/html; charset=utf-8", page_html().encode("utf-8"))
+            page = page_html()
+            self._send(200, "text/html; charset=utf-8", page.encode("utf-8"), page_headers(page))
         elif url.path == STREAM_PATH:
             self._stream(url.query)
         else:
@@ -442,13 +448,19 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, value: Any) -> None:
         self._send(status, "application/json; charset=utf-8", json.dumps(value, ensure_ascii=False).encode("utf-8"))
 
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
+    def _send(self, status: int, content_type: str, body: bytes, headers: Mapping[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+    def end_headers(self) -> None:
+        self.send_header("X-Content-Type-Options", "nosniff")  # beyond the article: on every response
+        super().end_headers()
 
 
 def foreign_request(headers: Mapping[str, str], port: int, loopback: bool) -> str | None:
@@ -468,9 +480,45 @@ def foreign_request(headers: Mapping[str, str], port: int, loopback: bool) -> st
     if site is not None and site not in ("same-origin", "none"):  # "none": typed in the address bar
         return f"requests from other sites are refused (Sec-Fetch-Site: {site})"
     host = headers.get("Host")
+    origin = headers.get("Origin")  # beyond the article: older browsers send Origin but no Sec-Fetch-Site
+    if origin is not None and origin not in own_origins(host, port, loopback):
+        return f"requests from other sites are refused (Origin: {origin[:200]})"
     if loopback and host is not None and host not in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
         return f"this relay only answers http://127.0.0.1:{port}/ or http://localhost:{port}/ (Host: {host})"
     return None
+
+
+def own_origins(host: str | None, port: int, loopback: bool) -> set[str]:
+    """The origins of this relay's own page: the loopback names, or the Host it was reached by.
+
+    >>> sorted(own_origins("127.0.0.1:8000", 8000, True))[0]
+    'http://127.0.0.1:8000'
+    """
+    if loopback:
+        return {f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"}
+    return {f"http://{host}"} if host else set()
+
+
+def page_headers(page: str) -> dict[str, str]:
+    """Beyond the article: the page may run only its own inline script and style, talk only to
+    this server, and never be framed (clickjacking).
+
+    >>> page_headers("<script>x</script>")["Content-Security-Policy"].split("; ")[1]
+    "script-src 'sha256-LXEWQrcmsEQBYnyp+6wy9chTD7GQPMTbAiWHF5IaSIE='"
+    """
+    scripts = " ".join(_hashes(page, "script")) or "'none'"
+    styles = " ".join(_hashes(page, "style")) or "'none'"
+    policy = (
+        f"default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; img-src data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+    return {"Content-Security-Policy": policy, "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
+
+
+def _hashes(page: str, tag: str) -> list[str]:
+    """CSP hash sources for each inline ``<tag>…</tag>`` of the page."""
+    bodies = re.findall(rf"<{tag}>(.*?)</{tag}>", page, flags=re.DOTALL)
+    return [f"'sha256-{base64.b64encode(hashlib.sha256(b.encode('utf-8')).digest()).decode()}'" for b in bodies]
 
 
 def page_html() -> str:
@@ -498,7 +546,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="a real endpoint (env OPENAI_BASE_URL)"
     )
-    parser.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
+    add_key_arguments(parser)
     parser.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
     parser.add_argument(
         "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"

@@ -154,6 +154,7 @@ class Display:
             return
         if stream is self.err:
             self.out.flush()  # keep the two streams in order on one terminal
+        text = terminal_safe(text)  # beyond Ink: the model's bytes never drive the terminal
         body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
         stream.write((paint(body, colour_code, self.colour) if colour_code else body) + newline)
         stream.flush()
@@ -195,6 +196,20 @@ def ctrl_c_aborts(controller: AbortController, display: Display) -> Iterator[Non
 def wants_colour(stream: IO[str]) -> bool:
     """Colour only on a terminal, and never when NO_COLOR is set to anything (no-color.org)."""
     return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
+
+
+# Every C0 control but \n and \t, DEL and the C1 controls → a visible escape such as \x1b.
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)] if code not in (0x09, 0x0A)}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` from the model or a server, made harmless for a terminal: OSC (window title,
+    clipboard), CSI (clear screen, cursor moves) and C1 controls are shown, not obeyed.
+
+    >>> terminal_safe("a\\x1b]52;c;aGk=\\x07b\\tc\\n\\x9b2J")
+    'a\\\\x1b]52;c;aGk=\\\\x07b\\tc\\n\\\\x9b2J'
+    """
+    return text.translate(_CONTROLS)
 
 
 def paint(text: str, code: str, colour: bool) -> str:

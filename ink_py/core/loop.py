@@ -33,6 +33,7 @@ from .tools.types import Tool
 
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MAX_ITERATIONS = 40  # a safety valve against runaway tool loops (second article §六)
+MAX_TOOL_CALLS_PER_REPLY = 64  # beyond §2.3: calls past this many in one reply are answered, not run
 
 
 class ToolStart(TypedDict):
@@ -157,7 +158,14 @@ def run_agent_loop(
         if assistant["stopReason"] == "max_tokens":
             fail_tool_calls_from_truncated_message(tool_calls, results, on_event)  # §4.4: run none
         else:
-            run_batch(tool_calls, tool_map, signal, on_tool_call, on_event, results)
+            run_batch(tool_calls[:MAX_TOOL_CALLS_PER_REPLY], tool_map, signal, on_tool_call, on_event, results)
+            if len(tool_calls) > MAX_TOOL_CALLS_PER_REPLY:  # beyond §2.3: a flood of calls is not run
+                fill_missing_tool_results(
+                    tool_calls[MAX_TOOL_CALLS_PER_REPLY:],
+                    results,
+                    f"Error: this reply made {len(tool_calls)} tool calls; at most {MAX_TOOL_CALLS_PER_REPLY} "
+                    "run per reply, so this one was not run. Make fewer calls at a time.",
+                )
         # An abort can stop the batch midway: answer the calls that never ran.
         fill_missing_tool_results(tool_calls, results, "(interrupted before this tool ran)")
         push({"role": "toolResult", "results": results})
@@ -179,7 +187,8 @@ def fail_tool_calls_from_truncated_message(
         result = error_result(
             call,
             f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
-            f"{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.",
+            f"{shorten(call['name'])} may be truncated; the call was not run. "
+            "Send the call again with complete arguments.",
         )
         results.append(result)
         if on_event is not None:
@@ -197,6 +206,15 @@ def fill_missing_tool_results(tool_calls: Iterable[ToolCallBlock], results: list
 
 
 # ── running the tools ───────────────────────────────────────────────────────────────────
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """What a message quotes of the model's input: its start (beyond §4.3: never all 50 MB of it).
+
+    >>> shorten("x" * 300, 5)
+    'xxxxx… (300 characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def error_result(call: ToolCallBlock, content: str) -> ToolResult:
@@ -235,15 +253,15 @@ def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolRes
     tool = tool_map.get(call["name"])
     args = call["arguments"]
     if tool is None:
-        problem = f'unknown tool "{call["name"]}". Available tools: {", ".join(tool_map) or "none"}.'
+        problem = f'unknown tool "{shorten(call["name"])}". Available tools: {", ".join(tool_map) or "none"}.'
     elif not isinstance(args, dict):
-        problem = f"tool arguments must be a JSON object, got: {json.dumps(args, ensure_ascii=False)[:200]}"
+        problem = f"tool arguments must be a JSON object, got: {shorten(json.dumps(args, ensure_ascii=False))}"
     elif "_parseError" in args:
         # exercise 7 ▼ block unparseable arguments
         # Beyond §4.3: Ink passes this record to the tool; here the call is blocked outright.
         began = json.dumps(str(args.get("raw", ""))[:200], ensure_ascii=False)
         problem = (
-            f"the arguments for {call['name']} were not valid JSON, so the call was not run. "
+            f"the arguments for {shorten(call['name'])} were not valid JSON, so the call was not run. "
             f"They began: {began}. Send the call again with complete, valid JSON arguments."
         )
         # exercise 7 ▲
@@ -251,7 +269,9 @@ def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolRes
         issues = check_arguments(tool["parameters"], args)
         if not issues:
             return None
-        problem = f"invalid arguments for {call['name']} — {'; '.join(issues[:5])}. Fix the arguments and retry."
+        problem = (
+            f"invalid arguments for {shorten(call['name'])} — {'; '.join(issues[:5])}. Fix the arguments and retry."
+        )
     return error_result(call, f"Error: {problem}")
 
 
@@ -262,7 +282,7 @@ def gate_tool_call(call: ToolCallBlock, on_tool_call: OnToolCall | None) -> Tool
     decision = on_tool_call({"toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
     if not decision or not decision.get("block"):
         return None
-    return error_result(call, f'Tool "{call["name"]}" blocked: {decision.get("reason") or "no reason given"}')
+    return error_result(call, f'Tool "{shorten(call["name"])}" blocked: {decision.get("reason") or "no reason given"}')
 
 
 def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal | None) -> ToolResult:
@@ -276,4 +296,4 @@ def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal
             "isError": bool(output.get("isError", False)),
         }
     except Exception as err:  # a tool's bug must not end the run: the model is told instead
-        return error_result(call, f"Error: tool {call['name']} threw: {err}")
+        return error_result(call, f"Error: tool {shorten(call['name'])} threw: {shorten(str(err), 500)}")

@@ -28,7 +28,8 @@ TYPE_CHECKS = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer(),
+    # (float(v) of a 400-digit int would raise OverflowError: ints are whole without asking)
+    "integer": lambda v: not isinstance(v, bool) and (isinstance(v, int) or (isinstance(v, float) and v.is_integer())),
 }
 
 
@@ -68,5 +69,8 @@ def check_arguments(schema: dict[str, Any], value: Any, where: str = "") -> list
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError):  # an int of more than 4300 digits, or nested too deep
+        text = f"({type(value).__name__})"
     return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,114 @@
+"""Limits for ink_py's two little HTTP servers (``ink-py serve`` and ``ink-py serve-model``).
+
+Not in either article: a server on 127.0.0.1 still meets hostile clients (another local
+user, a page in the browser, a stuck script). ``BoundedServer`` is a ``ThreadingHTTPServer``
+that keeps three promises, whatever the clients do:
+
+    MAX_HANDLERS            connections served at once; one more gets 503 and is closed
+    HEAD_DEADLINE_SECONDS   a request line and headers must arrive within this, in total
+                            (a client trickling one byte a second is cut off)
+    SOCKET_TIMEOUT_SECONDS  longest wait for any one read or write on a connection
+
+``BoundedHandler`` is the handler side (the deadline and the timeout); request bodies are
+the handlers' own business: ``MAX_BODY_BYTES`` is the largest either server reads.
+
+    >>> MAX_HANDLERS >= 200   # ink-py serve must carry 200 browsers at once
+    True
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MAX_HANDLERS = 256  # threads serving connections at once
+HEAD_DEADLINE_SECONDS = 10.0  # the whole request head (line + headers)
+SOCKET_TIMEOUT_SECONDS = 30.0  # any single read or write
+MAX_BODY_BYTES = 8 * 1024 * 1024  # the largest request body read (a chat request with a long history)
+_BUSY_BODY = b'{"error": "too many connections at once; try again"}'
+BUSY_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    b"Retry-After: 1\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
+)
+
+
+class BoundedServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most ``max_handlers`` connections served at once."""
+
+    daemon_threads = True
+    max_handlers = MAX_HANDLERS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(self.max_handlers)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)  # starts the handler's thread
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def refuse_busy(request: socket.socket) -> None:
+    """A short 503, written without waiting on a client that does not read."""
+    try:
+        request.settimeout(0.5)
+        request.sendall(BUSY_RESPONSE)
+    except OSError:
+        pass
+
+
+class BoundedHandler(BaseHTTPRequestHandler):
+    """A handler whose connection has a socket timeout and whose request heads have a deadline."""
+
+    timeout = SOCKET_TIMEOUT_SECONDS  # StreamRequestHandler applies it to the connection
+
+    def handle_one_request(self) -> None:
+        # Cut the connection if this request's head is not complete in time (slowloris).
+        self._head_timer = threading.Timer(HEAD_DEADLINE_SECONDS, self._cut_off)
+        self._head_timer.daemon = True
+        self._head_timer.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self._head_timer.cancel()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self._head_timer.cancel()  # the head is in: what follows has its own bounds
+        return parsed
+
+    def _cut_off(self) -> None:
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def body_length(self) -> int | None:
+        """The request's Content-Length if it is a plain number within MAX_BODY_BYTES; None when
+        there is no usable length. Raises ``BodyTooLarge`` for a longer body (answer 413)."""
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            return None
+        size = int(length)
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge(size)
+        return size
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the request body is {size} bytes; at most {MAX_BODY_BYTES} are accepted")
