@@ -166,9 +166,14 @@ class Display:
             self.write(self.open_line, "\n")
 
 
+# json.dumps leaves C1 controls and U+2028/U+2029 raw: escaped too, so `tail -f` and
+# str.splitlines() see one harmless line per record (they only ever occur inside strings).
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in [*range(0x80, 0xA0), 0x2028, 0x2029]}
+
+
 def write_trace(trace: IO[str], record: Any) -> None:
     """One JSON line per event, written as it happens (``tail -f`` works)."""
-    trace.write(json.dumps(record, ensure_ascii=False) + "\n")
+    trace.write(json.dumps(record, ensure_ascii=False).translate(_JSON_ESCAPES) + "\n")
     trace.flush()
 
 

@@ -195,9 +195,10 @@ def parse_frame(frame: str) -> SseEvent | None:
         return {"event": event, "data": DONE}  # beyond §2.1: the end marker, not a bad frame
     try:
         return {"event": event, "data": loads_finite(data)}
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError) as err:
         # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
-        raise ProviderError(f"the server sent an event whose data is not JSON: {quote(frame)}") from None
+        why = "nested too deep" if isinstance(err, RecursionError) else str(err)
+        raise ProviderError(f"the server sent an event whose data is not JSON ({why}): {quote(frame)}") from None
     # exercise 1 ▲
 
 

@@ -1,0 +1,184 @@
+"""What the hostile-input tests share: a child process measured from outside, and a raw
+TCP server on 127.0.0.1 (port 0) that behaves as badly as a test asks.
+
+``run_measured`` runs ``python -m ink_py …`` (or any argv) as a child and reports its exit
+code, output, peak memory (``ru_maxrss`` of that child alone, from ``os.wait4``) and how long
+it ran — memory is never allocated in the test process itself. ``HostileServer`` accepts
+connections and hands each socket to a function on its own thread; ``stop()`` closes all.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+INK_PY = [sys.executable, "-m", "ink_py"]
+
+
+@dataclass
+class Measured:
+    code: int  # exit code; -N when killed by signal N
+    out: str
+    err: str
+    peak_mib: float  # the child's peak resident memory
+    seconds: float  # from start to exit
+    killed: bool  # the time limit was reached
+
+
+def run_measured(
+    argv: list[str],
+    *,
+    cwd: Path | str = ROOT,
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    sigint_when: Callable[[int], bool] | None = None,
+    sigint_after: float | None = None,
+) -> Measured:
+    """Run ``argv``; optionally send SIGINT when ``sigint_when(pid)`` first holds (polled every
+    millisecond) or ``sigint_after`` seconds in. ``seconds`` then counts from the SIGINT."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        killed = False
+        signalled_at: float | None = None
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            now = time.monotonic()
+            if signalled_at is None and (
+                (sigint_when is not None and sigint_when(process.pid))
+                or (sigint_after is not None and now - start >= sigint_after)
+            ):
+                os.kill(process.pid, signal.SIGINT)
+                signalled_at = now
+            if now > deadline and not killed:
+                os.kill(process.pid, signal.SIGKILL)
+                killed = True
+            time.sleep(0.001)
+        ended = time.monotonic()
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen consistent
+        out.seek(0)
+        err.seek(0)
+        return Measured(
+            code=process.returncode,
+            out=out.read().decode("utf-8", "replace"),
+            err=err.read().decode("utf-8", "replace"),
+            peak_mib=usage.ru_maxrss / 1024,  # KiB on Linux
+            seconds=ended - (signalled_at if signalled_at is not None else start),
+            killed=killed,
+        )
+
+
+class HostileServer:
+    """A TCP server on 127.0.0.1 whose every connection is handed to ``serve(sock, server)``."""
+
+    def __init__(self, serve: Callable[[socket.socket, HostileServer], None]) -> None:
+        self._serve = serve
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.stopping = threading.Event()
+        self.got_request = threading.Event()  # a handler may set it once the request is in
+        self.closed_by_client = threading.Event()  # a handler may set it when the client hangs up
+        self.requests: list[bytes] = []
+        self._sockets: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self._sockets.append(conn)
+            threading.Thread(target=self._run, args=(conn,), daemon=True).start()
+
+    def _run(self, conn: socket.socket) -> None:
+        try:
+            self._serve(conn, self)
+        except OSError:
+            pass  # the client went away: that is what many of these tests provoke
+        finally:
+            conn.close()
+
+    def read_request(self, conn: socket.socket) -> bytes:
+        """Read one HTTP request (head and Content-Length body); record it; set got_request."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            piece = conn.recv(65536)
+            if not piece:
+                return data
+            data += piece
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(body) < length:
+            piece = conn.recv(65536)
+            if not piece:
+                break
+            body += piece
+        self.requests.append(head + b"\r\n\r\n" + body)
+        self.got_request.set()
+        return head
+
+    def wait_for_hang_up(self, conn: socket.socket, limit: float) -> bool:
+        """Block until the client closes (True) or ``limit`` seconds pass (False)."""
+        conn.settimeout(limit)
+        try:
+            while conn.recv(65536):
+                pass
+        except TimeoutError:
+            return False
+        except OSError:
+            pass
+        self.closed_by_client.set()
+        return True
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._listener.close()
+        for conn in self._sockets:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> HostileServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+
+
+def sse_server(body: bytes | Callable[[socket.socket], None]) -> HostileServer:
+    """A server answering every request with ``body`` after an SSE head, then closing."""
+
+    def serve(conn: socket.socket, server: HostileServer) -> None:
+        server.read_request(conn)
+        conn.sendall(SSE_HEAD)
+        if callable(body):
+            body(conn)
+        else:
+            conn.sendall(body)
+
+    return HostileServer(serve)
