@@ -39,6 +39,7 @@ class BoundedServer(ThreadingHTTPServer):
 
     daemon_threads = True
     max_handlers = MAX_HANDLERS
+    request_queue_size = 128  # the listen backlog (socketserver's 5 drops a burst of browsers)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -67,7 +68,9 @@ def refuse_busy(request: socket.socket) -> None:
     try:
         request.settimeout(0.5)
         request.sendall(BUSY_RESPONSE)
-    except OSError:
+        request.setblocking(False)
+        request.recv(65536)  # what the client sent: closing with it unread would reset the connection
+    except OSError:  # BlockingIOError: nothing was sent yet
         pass
 
 
