@@ -27,11 +27,13 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..core.abort import AbortSignal
+import requests
+
+from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
-from .openai_completions import finish_tool_arguments, finished_message
-from .shared import ProviderError, SseEvent, abort_safe, parse_sse, server_message
-from .types import LLMEvent, LLMRequest
+from .openai_completions import OpenAICompletionsProvider, finish_tool_arguments, finished_message
+from .shared import SseEvent, abort_safe, parse_sse, post_json_with_retry, server_message, stream_reply
+from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's convention: no /v1 (ANTHROPIC_BASE_URL too)
 ANTHROPIC_VERSION = "2023-06-01"  # the API version header every request carries
@@ -50,6 +52,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     Ends without ``message_end`` when ``signal`` aborts; raises ProviderError when the
     stream ends without ``message_stop`` (§4.1) or the server reports an error.
     """
+    signal = signal or NEVER_ABORTED  # TypeScript's `request.signal?.`
     blocks: list[AssistantBlock] = []  # the reply's content blocks, in index order
     block_by_index: dict[Any, AssistantBlock] = {}  # content index → its block (§2.2's index)
     parts_by_index: dict[Any, list[str]] = {}  # content index → its text / argument fragments
@@ -59,7 +62,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     saw_stop = False
 
     for sse in abort_safe(parse_sse(body), signal):
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return
         raise_if_server_error(sse)  # `event: error` after HTTP 200, e.g. overloaded_error
         data = sse["data"]
@@ -126,7 +129,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             finish_block(block, parts_by_index[index])
     blocks = [block for block in blocks if has_content(block)]  # an empty text block is no reply
 
-    if signal is not None and signal.aborted:
+    if signal.aborted:
         return  # an aborted reply is never handed to the loop
     if not saw_stop:  # no finish_reason here: only message_stop says the reply is whole
         raise ProviderError("stream ended without message_stop — response may be truncated")
@@ -276,3 +279,32 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
             {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in tools
         ]
     return body
+
+
+# ── the provider: stream(request) ───────────────────────────────────────────────────────
+
+
+class AnthropicMessagesProvider(OpenAICompletionsProvider):
+    """The same connection holder as Chat Completions' (base URL, key, session); another wire."""
+
+    name = "anthropic-messages"
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
+        super().__init__(base_url, api_key)
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        """POST the request and yield its LLMEvents as the reply streams in."""
+        signal = request.get("signal") or NEVER_ABORTED
+        response = self.post(build_request_body(request), signal)
+        if response is None:
+            return  # aborted before the reply started
+        yield from stream_reply(response, self.read(response), signal, assemble_stream)
+
+    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
+        """The key travels as ``x-api-key`` (no Bearer), with the API version beside it."""
+        # ANTHROPIC_BASE_URL has no /v1 (https://api.deepseek.com/anthropic); a base URL ending in /v1 works too.
+        url = self.base_url + ("/messages" if self.base_url.endswith("/v1") else "/v1/messages")
+        return post_json_with_retry(
+            url, body, api_key=self._api_key, key_header="x-api-key",
+            headers={"anthropic-version": ANTHROPIC_VERSION}, signal=signal, session=self._session,
+        )  # fmt: skip

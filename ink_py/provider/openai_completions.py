@@ -46,12 +46,12 @@ from .shared import (
     DONE,
     SseEvent,
     abort_safe,
-    interrupt_response,
     parse_sse,
     post_json_with_retry,
     read_body,
     safe_parse_json,
     server_message,
+    stream_reply,
 )
 from .types import LLMEvent, LLMRequest, ProviderError
 
@@ -340,14 +340,7 @@ class OpenAICompletionsProvider:
         response = self.post(build_request_body(request), signal)
         if response is None:
             return  # aborted before the reply started
-        # An abort must wake a read blocked in this thread: the listener shuts the socket.
-        wake = lambda: interrupt_response(response)  # noqa: E731
-        signal.add_listener(wake)
-        try:
-            yield from assemble_stream(self.read(response), signal)
-        finally:
-            signal.remove_listener(wake)
-            response.close()
+        yield from stream_reply(response, self.read(response), signal, assemble_stream)  # closes it after
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""

@@ -25,11 +25,13 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..core.abort import AbortSignal
+import requests
+
+from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
-from .openai_completions import finish_tool_arguments, finished_message
-from .shared import ProviderError, SseEvent, abort_safe, parse_sse, server_message
-from .types import LLMEvent, LLMRequest
+from .openai_completions import OpenAICompletionsProvider, finish_tool_arguments, finished_message
+from .shared import SseEvent, abort_safe, parse_sse, post_json_with_retry, server_message, stream_reply
+from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -47,6 +49,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     Ends without ``message_end`` when ``signal`` aborts; raises ProviderError when the
     stream ends without a terminal event (§4.1) or the server reports an error.
     """
+    signal = signal or NEVER_ABORTED  # TypeScript's `request.signal?.`
     blocks: list[AssistantBlock] = []  # the reply's output items, in arrival order
     block_by_index: dict[Any, AssistantBlock] = {}  # output_index → its block (§2.2's index)
     index_by_item: dict[Any, Any] = {}  # item_id → output_index: events name one or both
@@ -56,7 +59,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     saw_end = False
 
     for sse in abort_safe(parse_sse(body), signal):
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return
         raise_if_server_error(sse)  # `event: error` and response.failed
         data = sse["data"]
@@ -126,7 +129,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             finish_tool_arguments(block, parts_by_index[index])
     blocks = [b for b in blocks if b["type"] == "toolCall" or (b.get("text") or b.get("thinking"))]
 
-    if signal is not None and signal.aborted:
+    if signal.aborted:
         return  # an aborted reply is never handed to the loop
     if not saw_end:
         raise ProviderError("stream ended without response.completed — response may be truncated")
@@ -247,3 +250,24 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
         ]
         body["tool_choice"] = "auto"
     return body
+
+
+# ── the provider: stream(request) ───────────────────────────────────────────────────────
+
+
+class OpenAIResponsesProvider(OpenAICompletionsProvider):
+    """The same connection holder as Chat Completions' (base URL, key, session); another wire."""
+
+    name = "openai-responses"
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        """POST the request and yield its LLMEvents as the reply streams in."""
+        signal = request.get("signal") or NEVER_ABORTED
+        response = self.post(build_request_body(request), signal)
+        if response is None:
+            return  # aborted before the reply started
+        yield from stream_reply(response, self.read(response), signal, assemble_stream)
+
+    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
+        url = f"{self.base_url}/responses"
+        return post_json_with_retry(url, body, api_key=self._api_key, signal=signal, session=self._session)
