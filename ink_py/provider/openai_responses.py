@@ -37,6 +37,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 TEXT_EVENTS = {"response.output_text.delta"}
 THINKING_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}  # summary; raw (vLLM)
+DELTA_EVENTS = TEXT_EVENTS | THINKING_EVENTS  # may open their item when no .added came first
 END_EVENTS = {"response.completed", "response.incomplete"}
 
 
@@ -67,7 +68,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         kind = sse["event"] if sse["event"] != "message" else data.get("type")
         index = index_by_item.get(data.get("item_id"), data.get("output_index"))
 
-        implied = kind in TEXT_EVENTS | THINKING_EVENTS and index not in block_by_index  # beyond §2: no .added
+        implied = kind in DELTA_EVENTS and index not in block_by_index  # beyond §2: a delta with no .added
         if kind == "response.output_item.added" or implied:
             # An output item opens: a message, reasoning, or a function call named by its call_id.
             item = data.get("item") or {"type": "message" if kind in TEXT_EVENTS else "reasoning"}
