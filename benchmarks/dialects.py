@@ -201,7 +201,7 @@ def time_dialects(mib_sizes: list[float], repeats: int, say: Callable[[str], Non
             rows.append(
                 [
                     dialect,
-                    streams.size_label(len(stream["body"])),
+                    streams.size_label(int(mib * streams.MiB)),
                     f"{len(body) / streams.MiB:.2f} MiB",
                     str(events),
                     f"{median * 1e3:.0f}",
