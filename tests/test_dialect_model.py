@@ -258,3 +258,42 @@ def test_an_unknown_api_is_one_error_line(workspace, env):
         "error: --api openai-chat: choose one of openai-completions, openai-responses, anthropic-messages "
         "(or fix INK_API)"
     )
+
+
+def test_ink_py_serve_relays_a_messages_endpoint(workspace):
+    import signal
+
+    from ink_py.provider.shared import parse_sse
+
+    with FakeModelServer([Reply(parts=[fixture_bytes("anthropic/anthropic_text")])]) as fake:
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(ROOT),
+            "INK_MODEL": "claude-x",
+            "ANTHROPIC_BASE_URL": fake.base_url.removesuffix("/v1"),
+            "ANTHROPIC_API_KEY": "sk-ant-SECRET-7",
+        }
+        argv = [sys.executable, "-m", "ink_py", "serve", "--api", "anthropic-messages", "--port", "0"]
+        process = subprocess.Popen(
+            [*argv, "--workspace", str(workspace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip()
+            stream = requests.get(f"{url}chat/stream", params={"query": "项目怎样启动?"}, stream=True, timeout=30)
+            events = []
+            for event in parse_sse(stream.iter_content(chunk_size=None)):
+                events.append(event)
+                if event["event"] in ("done", "error"):
+                    break
+            stream.close()
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=30)
+        finally:
+            process.kill()
+            process.wait()
+    assert events[-1]["event"] == "done", events[-1]
+    assert "".join(e["data"].get("text", "") for e in events if e["event"] == "text") == "项目用 `make run` 启动。"
+    [request] = fake.requests
+    assert request.path == "/v1/messages" and request.headers["x-api-key"] == "sk-ant-SECRET-7"
+    assert process.returncode == 0 and "Traceback" not in err and "sk-ant-SECRET-7" not in err

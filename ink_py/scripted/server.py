@@ -1,10 +1,10 @@
-"""The scripted model over HTTP: an OpenAI-compatible Chat Completions server on 127.0.0.1.
+"""The scripted model over HTTP: Chat Completions, Responses and Messages on 127.0.0.1.
 
 With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to
 it through the same provider code a real endpoint gets — real sockets, chunked SSE, CRLF
 frames, reads that end in the middle of a character — so the demo needs no network and
-no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai``
-package, or any OpenAI-compatible client::
+no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai`` and
+``anthropic`` packages, or any compatible client::
 
     $ ink-py serve-model --port 8765
     http://127.0.0.1:8765/v1
