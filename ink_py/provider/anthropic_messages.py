@@ -32,7 +32,17 @@ import requests
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
 from .openai_completions import OpenAICompletionsProvider, finish_tool_arguments, finished_message
-from .shared import SseEvent, abort_safe, parse_sse, post_json_with_retry, server_message, stream_reply
+from .shared import (
+    SseEvent,
+    abort_safe,
+    json_key,
+    json_object,
+    parse_sse,
+    post_json_with_retry,
+    server_message,
+    stream_reply,
+    token_count,
+)
 from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's convention: no /v1 (ANTHROPIC_BASE_URL too)
@@ -67,30 +77,31 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         raise_if_server_error(sse)  # `event: error` after HTTP 200, e.g. overloaded_error
         data = sse["data"]
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
-        kind = sse["event"] if sse["event"] != "message" else data.get("type")
-        index = data.get("index")
+        kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
+        index = json_key(data.get("index"))  # fields of the wrong shape read as absent, never crash
+        delta = json_object(data.get("delta"))
 
         if kind == "content_block_start" or (kind == "content_block_delta" and index not in block_by_index):
             # A block opens at its index: text, thinking or a tool request (§2.2's index).
-            implied = {"type": BLOCK_OF_DELTA.get((data.get("delta") or {}).get("type"))}  # beyond §2: no start
-            content = data.get("content_block") if kind == "content_block_start" else implied
-            block = open_block(content or {}, index)
+            implied = {"type": BLOCK_OF_DELTA.get(str(delta.get("type")))}  # beyond §2: a delta with no start
+            content = json_object(data.get("content_block")) if kind == "content_block_start" else implied
+            block = open_block(content, index)
             if block is not None and index not in block_by_index:
                 block_by_index[index] = block
                 blocks.append(block)
                 parts_by_index[index] = []
                 if block["type"] == "toolCall":
                     yield {"type": "tool_call_start", "id": block["id"], "name": block["name"]}
-                    whole = (content or {}).get("input")
+                    whole = content.get("input")
                     if whole:  # beyond §2: the whole input in the start event, no deltas after it
                         parts_by_index[index].append(json.dumps(whole, ensure_ascii=False))
                         yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": parts_by_index[index][0]}
 
         if kind == "message_start":  # usage so far: the prompt's tokens, cache hits apart
-            merge_usage(usage, (data.get("message") or {}).get("usage") or {})
+            merge_usage(usage, json_object(json_object(data.get("message")).get("usage")))
 
         elif kind == "content_block_delta" and index in block_by_index and index not in finished:
-            block, delta = block_by_index[index], data.get("delta") or {}
+            block = block_by_index[index]
             # ① Save the text and tell the display at once.
             if block["type"] == "text" and isinstance(delta.get("text"), str) and delta["text"] != "":
                 parts_by_index[index].append(delta["text"])  # `textBlock.text += …`, joined at its stop
@@ -113,10 +124,9 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ③ Note the stop reason the server gives (§4.1, §4.4); keep reading to message_stop.
         elif kind == "message_delta":
-            reason = (data.get("delta") or {}).get("stop_reason")
-            if reason is not None:
-                stop_reason = map_stop_reason(reason)
-            merge_usage(usage, data.get("usage") or {})  # cumulative: the latest count wins
+            if delta.get("stop_reason") is not None:
+                stop_reason = map_stop_reason(delta["stop_reason"])
+            merge_usage(usage, json_object(data.get("usage")))  # cumulative: the latest count wins
 
         elif kind == "message_stop":
             saw_stop = True  # the end marker: nothing follows it
@@ -181,7 +191,7 @@ def map_stop_reason(reason: Any) -> StopReason:
         "stop_sequence": "end_turn",
         "max_tokens": "max_tokens",
         "model_context_window_exceeded": "max_tokens",
-    }.get(reason)
+    }.get(str(reason))
 
 
 def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
@@ -190,11 +200,12 @@ def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
     ``input_tokens`` excludes cache reads already; tokens written to the cache are input too.
     """
     if "input_tokens" in reported or "cache_creation_input_tokens" in reported:
-        usage["inputTokens"] = (reported.get("input_tokens") or 0) + (reported.get("cache_creation_input_tokens") or 0)
+        written = token_count(reported.get("cache_creation_input_tokens"))
+        usage["inputTokens"] = token_count(reported.get("input_tokens")) + written
     if reported.get("output_tokens") is not None:
-        usage["outputTokens"] = reported["output_tokens"] or 0
+        usage["outputTokens"] = token_count(reported["output_tokens"])
     if reported.get("cache_read_input_tokens") is not None:
-        usage["cacheReadTokens"] = reported["cache_read_input_tokens"] or 0
+        usage["cacheReadTokens"] = token_count(reported["cache_read_input_tokens"])
 
 
 def raise_if_server_error(sse: SseEvent) -> None:

@@ -30,7 +30,17 @@ import requests
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
 from .openai_completions import OpenAICompletionsProvider, finish_tool_arguments, finished_message
-from .shared import SseEvent, abort_safe, parse_sse, post_json_with_retry, server_message, stream_reply
+from .shared import (
+    SseEvent,
+    abort_safe,
+    json_key,
+    json_object,
+    parse_sse,
+    post_json_with_retry,
+    server_message,
+    stream_reply,
+    token_count,
+)
 from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -65,19 +75,20 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         raise_if_server_error(sse)  # `event: error` and response.failed
         data = sse["data"]
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
-        kind = sse["event"] if sse["event"] != "message" else data.get("type")
-        index = index_by_item.get(data.get("item_id"), data.get("output_index"))
+        kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
+        # The item this event is about: by item_id when known, else output_index (wrong shapes read as absent).
+        index = index_by_item.get(json_key(data.get("item_id")), json_key(data.get("output_index")))
 
         implied = kind in DELTA_EVENTS and index not in block_by_index  # beyond §2: a delta with no .added
         if kind == "response.output_item.added" or implied:
             # An output item opens: a message, reasoning, or a function call named by its call_id.
-            item = data.get("item") or {"type": "message" if kind in TEXT_EVENTS else "reasoning"}
+            item = json_object(data.get("item")) or {"type": "message" if kind in TEXT_EVENTS else "reasoning"}
             block = open_item(item, index)
             if block is not None and index not in block_by_index:
                 block_by_index[index] = block
                 blocks.append(block)
                 parts_by_index[index] = []
-                if item.get("id") is not None:
+                if json_key(item.get("id")) is not None:
                     index_by_item[item["id"]] = index
                 if block["type"] == "toolCall":
                     yield {"type": "tool_call_start", "id": block["id"], "name": block["name"]}
@@ -103,7 +114,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 parts_by_index[index].append(delta)  # only this item's string grows
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": delta}
         elif kind in ("response.function_call_arguments.done", "response.output_item.done") and block is not None:
-            whole = data.get("arguments", (data.get("item") or {}).get("arguments"))
+            whole = data.get("arguments", json_object(data.get("item")).get("arguments"))
             if block["type"] == "toolCall" and isinstance(whole, str):
                 if not parts_by_index[index] and whole != "":  # beyond §2: some servers send only .done
                     yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": whole}
@@ -111,11 +122,11 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ③ How the reply ended: no finish_reason here, the response's status says it (§4.1, §4.4).
         elif kind in END_EVENTS:
-            response = data.get("response") or {}
-            reason = (response.get("incomplete_details") or {}).get("reason")
+            response = json_object(data.get("response"))
+            reason = json_object(response.get("incomplete_details")).get("reason")
             has_calls = any(b["type"] == "toolCall" for b in blocks)
             stop_reason = map_status(response.get("status") or kind.removeprefix("response."), reason, has_calls)
-            merge_usage(usage, response.get("usage") or {})
+            merge_usage(usage, json_object(response.get("usage")))
             saw_end = True  # the end marker: nothing follows it
             break
         # response.created, .in_progress, .content_part.*, .output_text.done, … carry nothing new
@@ -165,9 +176,9 @@ def map_status(status: Any, reason: Any, has_calls: bool) -> StopReason:
 
 def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
     """Fold in the terminal event's usage; ``input_tokens`` includes the cache hits, moved apart."""
-    cached = (reported.get("input_tokens_details") or {}).get("cached_tokens") or 0
-    usage["inputTokens"] = max(0, (reported.get("input_tokens") or 0) - cached)
-    usage["outputTokens"] = reported.get("output_tokens") or 0
+    cached = token_count(json_object(reported.get("input_tokens_details")).get("cached_tokens"))
+    usage["inputTokens"] = max(0, token_count(reported.get("input_tokens")) - cached)
+    usage["outputTokens"] = token_count(reported.get("output_tokens"))
     usage["cacheReadTokens"] = cached
 
 
@@ -182,8 +193,7 @@ def raise_if_server_error(sse: SseEvent) -> None:
         code = f"{error['code']}: " if isinstance(error.get("code"), str) and error["code"] else ""
         raise ProviderError(f"the server reported an error in the stream: {code}{server_message(data)}")
     if sse["event"] == "response.failed" or kind == "response.failed":
-        response = data.get("response") or {}
-        error = response.get("error") or {}
+        error = json_object(data.get("response")).get("error") or {}
         code = f"{error['code']}: " if isinstance(error, dict) and isinstance(error.get("code"), str) else ""
         message = server_message(error) if error else "the response failed"
         raise ProviderError(f"the server reported an error in the stream: {code}{message}")

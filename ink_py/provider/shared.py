@@ -196,6 +196,21 @@ def safe_parse_json(raw: str) -> Any:
         return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else ``{}``: a field of the wrong shape reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_key(value: Any) -> str | int | None:
+    """An index or id usable as a dict key (a string or a whole number), else None."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def token_count(value: Any) -> int:
+    """A usage figure: a whole number of 0 or more, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 # ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────
 
 
