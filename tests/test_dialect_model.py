@@ -297,3 +297,20 @@ def test_ink_py_serve_relays_a_messages_endpoint(workspace):
     [request] = fake.requests
     assert request.path == "/v1/messages" and request.headers["x-api-key"] == "sk-ant-SECRET-7"
     assert process.returncode == 0 and "Traceback" not in err and "sk-ant-SECRET-7" not in err
+
+
+@pytest.mark.parametrize("dialect", [MESSAGES, RESPONSES])
+def test_the_same_splits_pauses_and_hold_in_every_dialect(dialect):
+    from ink_py.scripted.replies import SLOW_SECONDS
+
+    prompt = [{"role": "user", "content": "读取 README.md"}]
+    body = {"stream": True, ("messages" if dialect == MESSAGES else "input"): prompt}
+    split = build_dialect_reply(body, dialect, "readme", created=0)
+    joined = b"".join(split["writes"])
+    assert len(split["writes"]) > joined.count(b"\r\n\r\n")  # cut inside frames, not only between them
+    assert any(w.endswith(b"\r") for w in split["writes"]) and any(w.startswith(b"\n") for w in split["writes"])
+    slow = build_dialect_reply(body, dialect, "slow", created=0)
+    assert all(w.endswith(b"\r\n\r\n") for w in slow["writes"])  # whole frames, slowly
+    assert slow["pause"] * len(slow["writes"]) == pytest.approx(SLOW_SECONDS)
+    held = build_dialect_reply(body, dialect, "abort", created=0)
+    assert held["hold"] and b"".join(held["writes"]) == fixture_bytes(f"{FOLDERS[dialect]}/abort")
