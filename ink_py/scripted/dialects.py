@@ -87,6 +87,9 @@ def as_chat_request(body: dict[str, Any], dialect: str) -> dict[str, Any]:
         messages = from_messages(body.get("messages"))
     else:
         messages = from_responses_input(body.get("input"))
+    system = message_text(body.get("system") if dialect == MESSAGES else body.get("instructions"))
+    if system:  # Chat Completions carries it as the first message (it counts in the usage estimate)
+        messages.insert(0, {"role": "system", "content": system})
     tools = body.get("tools")  # both dialects name a tool at its top level: wrap it as Chat does
     if isinstance(tools, list):
         tools = [{"type": "function", "function": t} for t in tools]
