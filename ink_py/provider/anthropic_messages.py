@@ -3,8 +3,8 @@
 Article §2.3: the access layer "把不同服务的响应转换成这些事件". This is the dialect of
 Anthropic's API and of the Anthropic-compatible endpoints of DeepSeek, Kimi and Qwen:
 named events (``event: content_block_delta``), content blocks linked by their ``index``,
-no ``[DONE]``: ``message_stop`` ends a reply. Sections: the provider, §2's core loop
-(``assemble_stream``, steps ①–④ as in openai_completions.py), the request body.
+no ``[DONE]``: ``message_stop`` ends a reply. Sections: §2's core loop
+(``assemble_stream``, steps ①–④ as in openai_completions.py), the request body, the provider.
 
     >>> body = [b'event: message_start\\ndata: {"type":"message_start","message":{"usage":{"input_tokens":9}}}\\n\\n',
     ...         b'event: content_block_start\\ndata: {"type":"content_block_start","index":0,'

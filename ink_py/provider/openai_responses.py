@@ -4,8 +4,8 @@ Article §2.3: the access layer "把不同服务的响应转换成这些事件".
 OpenAI's ``/v1/responses`` (also vLLM's and Ollama's): named events (``event:
 response.output_text.delta``) with a ``sequence_number``, output items linked by
 ``output_index`` / ``item_id``, a tool call named by its ``call_id``, no ``[DONE]``:
-``response.completed`` (or ``.incomplete``) ends a reply. Sections: the provider, §2's
-core loop (``assemble_stream``, steps ①–④ as in openai_completions.py), the request body.
+``response.completed`` (or ``.incomplete``) ends a reply. Sections: §2's core
+loop (``assemble_stream``, steps ①–④ as in openai_completions.py), the request body, the provider.
 
     >>> body = [b'event: response.output_item.added\\ndata: {"output_index":0,'
     ...         b'"item":{"type":"function_call","id":"fc_1","call_id":"t1","name":"read","arguments":""}}\\n\\n',
