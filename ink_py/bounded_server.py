@@ -23,6 +23,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .core.abort import sigint_blocked
+
 MAX_HANDLERS = 256  # threads serving connections at once
 HEAD_DEADLINE_SECONDS = 10.0  # the whole request head (line + headers)
 SOCKET_TIMEOUT_SECONDS = 30.0  # any single read or write
@@ -51,7 +53,8 @@ class BoundedServer(ThreadingHTTPServer):
             self.shutdown_request(request)
             return
         try:
-            super().process_request(request, client_address)  # starts the handler's thread
+            with sigint_blocked():  # the handler's thread inherits the block: Ctrl-C goes to the main thread
+                super().process_request(request, client_address)  # starts the handler's thread
         except BaseException:
             self._slots.release()
             raise

@@ -1,38 +1,50 @@
-"""The ``ink-py`` command (and ``python -m ink_py``): flags in, exit code out.
+"""The ``ink-py`` command: flags in, exit code out — the front door of the README task.
 
     ink-py                                   the README task, on the built-in scripted model
     ink-py "读取 setup.cfg,说说依赖"           any prompt
     ink-py --base-url http://127.0.0.1:11434/v1 --model qwen3:8b     a real endpoint
     ink-py --scenario interleaved            one of the article's cases, scripted
-    ink-py serve-model                       the scripted model alone, for curl or the openai SDK
+    ink-py --api anthropic-messages          the same task in another wire dialect (also openai-responses)
 
-With no base URL (flag or OPENAI_BASE_URL) it starts the built-in scripted model on
-127.0.0.1 and talks to it over real HTTP through the same provider code a real endpoint
-uses. Exit codes: 0 completed, 1 error, 2 completed but the answer was cut at the output
-limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line on stderr.
+``main`` parses the flags, ``resolve_endpoint`` picks the endpoint (with none configured,
+the built-in scripted model starts on 127.0.0.1 and is reached over real HTTP through the
+same provider code), and ``run_agent`` creates the provider and the read tool and hands
+them to ``runner.run_prompt``. Exit codes: 0 completed, 1 error, 2 answer cut at the
+output limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import bdb
-import importlib
 import os
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import IO, TYPE_CHECKING
 
 import requests
 
-from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS
-from .core.parallel import execute_tool_batch_parallel
+from .arguments import COMMANDS, CliParser, UsageError, positive_int
+from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
+from .core.tools.read import create_read_tool
+from .provider.anthropic_messages import AnthropicMessagesProvider
 from .provider.openai_completions import OpenAICompletionsProvider
-from .provider.shared import ProviderError
+from .provider.openai_responses import OpenAIResponsesProvider
+from .provider.recording import RECORDING
+from .provider.types import ProviderError
 from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt, terminal_safe
-from .scenarios import SCENARIOS
+from .scripted.scenarios import SCENARIOS
 
 if TYPE_CHECKING:
-    from .model_server import ModelServer
+    from .scripted.server import ModelServer
+
+# --api: the wire dialect → its provider, and the prefix of the variables its endpoint is read from.
+APIS: dict[str, tuple[type[OpenAICompletionsProvider], str]] = {
+    "openai-completions": (OpenAICompletionsProvider, "OPENAI"),
+    "openai-responses": (OpenAIResponsesProvider, "OPENAI"),
+    "anthropic-messages": (AnthropicMessagesProvider, "ANTHROPIC"),
+}
+DEFAULT_API = "openai-completions"
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
 SCRIPTED_MODEL = "ink-scripted"
@@ -42,52 +54,22 @@ DEFAULT_SYSTEM = (
     "quote commands exactly as the files show them."
 )
 
-# `ink-py <command> …` runs that module's main(argv); anything else is a prompt.
-COMMANDS = {
-    "demo": ("demo", "step through the article's §3 demo (or any recorded .sse) in the terminal"),
-    "exercise": ("exercises", "course exercises: list, start, check, hint"),
-    "serve": ("relay", "serve the agent to a browser page over SSE (second article)"),
-    "serve-model": ("model_server", "run the built-in scripted model alone and print its base URL"),
-}
-
-
-class UsageError(Exception):
-    """A mistake in how ink-py was called: reported as one ``error:`` line."""
-
-
-class CliParser(argparse.ArgumentParser):
-    """argparse that reports mistakes as one ``error:`` line and exit code 1 (2 means "truncated")."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
-
 
 def build_parser() -> CliParser:
     commands = "\n".join(f"  ink-py {name:<12} {help_text}" for name, (_, help_text) in COMMANDS.items())
     parser = CliParser(
         prog="ink-py",
-        description="Stream a Chat Completions reply, assemble it, and let a tiny agent loop read files to answer.",
+        description="Stream a model's reply (Chat Completions, Responses or Messages), assemble it, "
+        "and let a tiny agent loop read files to answer.",
         epilog=f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
         "limit, 3 stopped at max turns, 130 interrupted",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})")
-    endpoint = parser.add_argument_group("endpoint (default: the built-in scripted model)")
-    endpoint.add_argument(
-        "--base-url",
-        default=os.environ.get("OPENAI_BASE_URL"),
-        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL)",
-    )
-    add_key_arguments(endpoint)
-    endpoint.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
-    endpoint.add_argument(
-        "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
-    )
+    add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
     run = parser.add_argument_group("the run")
     run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
-    run.add_argument(
-        "--max-turns", type=positive_int, default=DEFAULT_MAX_ITERATIONS, help="stop after this many replies"
-    )
+    run.add_argument("--max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, help="stop after this many replies")
     run.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, help="output limit per reply")
     run.add_argument("--system", default=DEFAULT_SYSTEM, help="the system prompt")
     run.add_argument("--trace", metavar="FILE", help="write every event as a JSON line to FILE")
@@ -106,24 +88,39 @@ def build_parser() -> CliParser:
     return parser
 
 
-def add_key_arguments(group: argparse._ActionsContainer) -> None:
-    """``--api-key`` and ``--api-key-file``; the help recommends the environment variable."""
+def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
+    """The flags ``resolve_endpoint`` reads; ``ink-py serve`` takes the same ones."""
+    group.add_argument(
+        "--api",
+        default=os.environ.get("INK_API", DEFAULT_API),
+        metavar="|".join(APIS),
+        help=f"the wire dialect the endpoint speaks (env INK_API; default {DEFAULT_API})",
+    )
+    group.add_argument(
+        "--base-url",
+        default=None,
+        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL; ANTHROPIC_BASE_URL for anthropic-messages)",
+    )
     group.add_argument(
         "--api-key-file",
         metavar="FILE",
-        help="read the key from FILE (its first line); like OPENAI_API_KEY, it stays out of the process list",
+        help="read the key from FILE (its first line); like the environment variable, it stays out of the process list",
     )
     group.add_argument(
         "--api-key",
         default=None,
         metavar="KEY",
-        help="sent as a Bearer token; other local users can see it in the process list (ps), "
-        "so prefer the environment variable OPENAI_API_KEY or --api-key-file",
+        help="the endpoint's key; other local users can see it in the process list (ps), so prefer the "
+        "environment variable OPENAI_API_KEY (ANTHROPIC_API_KEY for anthropic-messages) or --api-key-file",
+    )
+    group.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
+    group.add_argument(
+        "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
     )
 
 
-def api_key_from(args: argparse.Namespace) -> str | None:
-    """The key: ``--api-key``, else ``--api-key-file``, else OPENAI_API_KEY (beyond Ink: the file)."""
+def api_key_from(args: argparse.Namespace, env: str) -> str | None:
+    """The key: ``--api-key``, else ``--api-key-file``, else ``<env>_API_KEY`` (beyond Ink: the file)."""
     if args.api_key:
         return str(args.api_key)
     path = getattr(args, "api_key_file", None)
@@ -136,25 +133,12 @@ def api_key_from(args: argparse.Namespace) -> str | None:
         if not key:
             raise UsageError(f"--api-key-file {path}: the file is empty")
         return key
-    return os.environ.get("OPENAI_API_KEY") or None
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return os.environ.get(f"{env}_API_KEY") or None
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:  # everything inside, so a Ctrl-C at any point is "interrupted", never a traceback
-        if argv and argv[0] in COMMANDS:
-            return int(importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__).main(argv[1:]))
-        args = build_parser().parse_args(argv)
+    try:  # parsing too: a Ctrl-C at any point is "interrupted", never a traceback
+        args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
         return run_agent(args)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
         print("\ninterrupted", file=sys.stderr)
@@ -173,20 +157,25 @@ def main(argv: list[str] | None = None) -> int:
 def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:
     """Where requests go: ``(base_url, model, api_key, built_in_server)``.
 
-    The configured endpoint (flags, then OPENAI_BASE_URL / INK_MODEL / OPENAI_API_KEY), or
+    The configured endpoint (flags, then OPENAI_BASE_URL / INK_MODEL / OPENAI_API_KEY, or
+    ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY with ``--api anthropic-messages``), or
     the built-in scripted model, started here on 127.0.0.1 (the caller closes it). Shared
     by ``ink-py`` and ``ink-py serve``.
     """
     if not Path(args.workspace).is_dir():
         raise UsageError(f"--workspace {args.workspace}: not a folder")
-    api_key = api_key_from(args)
-    if args.base_url and args.scenario:
-        raise UsageError("--scenario only applies to the built-in model; leave out --base-url (and OPENAI_BASE_URL)")
-    if args.base_url and not args.model:
+    if args.api not in APIS:
+        raise UsageError(f"--api {args.api}: choose one of {', '.join(APIS)} (or fix INK_API)")
+    env = APIS[args.api][1]  # OPENAI_… or ANTHROPIC_…
+    api_key = api_key_from(args, env)
+    base_url = args.base_url or os.environ.get(f"{env}_BASE_URL")
+    if base_url and args.scenario:
+        raise UsageError(f"--scenario only applies to the built-in model; leave out --base-url (and {env}_BASE_URL)")
+    if base_url and not args.model:
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
-    if args.base_url:
-        return args.base_url, args.model, api_key, None
-    from .model_server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
+    if base_url:
+        return base_url, args.model, api_key, None
+    from .scripted.server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
 
     delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
     server = start_model_server(scenario=args.scenario or "readme", delay=delay)
@@ -201,26 +190,35 @@ def run_agent(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     trace = open_trace(args.trace)
+    provider = create_provider(args.api, base_url, api_key, record_dir=args.record)
     try:
         return run_prompt(
-            {
-                "provider": OpenAICompletionsProvider(base_url, api_key, record_dir=args.record),
-                "model": model,
-                "system": args.system,
-                "prompt": args.prompt,
-                "workspace": args.workspace,
-                "max_turns": args.max_turns,
-                "max_tokens": args.max_tokens,
-                "display": args.display,
-                "trace": trace,
-                "execute_batch": None if args.serial_tools else execute_tool_batch_parallel,
-            }
+            provider=provider,
+            model=model,
+            system=args.system,
+            prompt=args.prompt,
+            tools=[create_read_tool(args.workspace)],
+            max_turns=args.max_turns,
+            max_tokens=args.max_tokens,
+            max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+            display=args.display,
+            trace=trace,
         )
     finally:
         if trace is not None:
             trace.close()
         if server is not None:
             server.close()
+
+
+def create_provider(
+    api: str, base_url: str, api_key: str | None, record_dir: str | None = None
+) -> OpenAICompletionsProvider:
+    """The provider that speaks ``api`` (``--api``); with ``--record DIR``, its recording twin."""
+    provider_class = APIS[api][0]
+    if record_dir:
+        return RECORDING[provider_class](base_url, api_key, record_dir=record_dir)
+    return provider_class(base_url, api_key)
 
 
 def open_trace(path: str | None) -> IO[str] | None:

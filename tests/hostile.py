@@ -2,8 +2,9 @@
 TCP server on 127.0.0.1 (port 0) that behaves as badly as a test asks.
 
 ``run_measured`` runs ``python -m ink_py …`` (or any argv) as a child and reports its exit
-code, output, peak memory (``ru_maxrss`` of that child alone, from ``os.wait4``) and how long
-it ran — memory is never allocated in the test process itself. ``HostileServer`` accepts
+code, output, peak memory (VmHWM of that child since its exec: polled, and written at exit
+by tests/memprobe/sitecustomize.py) and how long it ran — memory is never allocated in the
+test process itself. ``HostileServer`` accepts
 connections and hands each socket to a function on its own thread; ``stop()`` closes all.
 """
 
@@ -30,9 +31,10 @@ class Measured:
     code: int  # exit code; -N when killed by signal N
     out: str
     err: str
-    peak_mib: float  # the child's peak resident memory
+    peak_mib: float  # the child's peak resident memory since its exec (VmHWM)
     seconds: float  # from start to exit
     killed: bool  # the time limit was reached
+    signalled: bool = False  # a SIGINT was sent
 
 
 def run_measured(
@@ -46,7 +48,18 @@ def run_measured(
 ) -> Measured:
     """Run ``argv``; optionally send SIGINT when ``sigint_when(pid)`` first holds (polled every
     millisecond) or ``sigint_after`` seconds in. ``seconds`` then counts from the SIGINT."""
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    peak_file = tempfile.NamedTemporaryFile(delete=False)
+    peak_file.close()
+    probe = str(Path(__file__).parent / "memprobe")
+    python_path = os.pathsep.join(p for p in (probe, os.environ.get("PYTHONPATH")) if p)
+    full_env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "PYTHONPATH": python_path,
+        "INK_TEST_PEAK_FILE": peak_file.name,
+        **(env or {}),
+    }
+    peak_kib = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
@@ -54,9 +67,10 @@ def run_measured(
         signalled_at: float | None = None
         deadline = start + timeout
         while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
+            peak_kib = max(peak_kib, _high_water_kib(process.pid))
             now = time.monotonic()
             if signalled_at is None and (
                 (sigint_when is not None and sigint_when(process.pid))
@@ -72,14 +86,30 @@ def run_measured(
         process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen consistent
         out.seek(0)
         err.seek(0)
+        try:
+            peak_kib = max(peak_kib, int(Path(peak_file.name).read_text() or 0))
+        finally:
+            os.unlink(peak_file.name)
         return Measured(
             code=process.returncode,
             out=out.read().decode("utf-8", "replace"),
             err=err.read().decode("utf-8", "replace"),
-            peak_mib=usage.ru_maxrss / 1024,  # KiB on Linux
+            peak_mib=peak_kib / 1024,
             seconds=ended - (signalled_at if signalled_at is not None else start),
             killed=killed,
+            signalled=signalled_at is not None,
         )
+
+
+def _high_water_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 class HostileServer:

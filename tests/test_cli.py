@@ -16,7 +16,10 @@ README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\
 
 def ink_py(*args, cwd, env_extra=None, timeout=60):
     env = {
-        k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "NO_COLOR")
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "NO_COLOR", "INK_API")
+        and not k.startswith("ANTHROPIC_")
     }
     env["PYTHONPATH"] = str(ROOT)
     env["INK_SCRIPTED_DELAY"] = "0"  # the built-in model streams without pauses here
@@ -268,6 +271,29 @@ def test_record_saves_the_bodies_byte_for_byte(workspace):
 def test_python_dash_m_and_the_console_script_agree(workspace):
     done = ink_py("--help", cwd=workspace)
     assert done.returncode == 0 and "usage: ink-py" in done.stdout and "exit codes" in done.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["exercise"], ["exercise", "start"], ["serve"], ["serve-model"]])
+def test_every_command_has_help(workspace, command):
+    done = ink_py(*command, "--help", cwd=workspace)
+    assert done.returncode == 0 and done.stdout.startswith("usage: ink-py") and done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-turns", "zero"],
+        ["demo", "--context", "x"],
+        ["exercise", "list", "--verbose"],
+        ["serve", "--port", "99999"],
+        ["serve-model", "--port", "99999"],
+        ["serve-model", "--scenario", "bogus"],
+    ],
+)
+def test_a_bad_flag_is_one_error_line_and_exit_1_in_every_command(workspace, argv):
+    done = ink_py(*argv, cwd=workspace)
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr  # exit 2 means only "answer truncated"
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_serve_model_prints_its_url_first(workspace):

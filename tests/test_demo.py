@@ -1,6 +1,6 @@
 """``ink-py demo`` (issue 4): the article's §3 step-through, on the real assemble_stream.
 
-The demo is not an exercise module, so these tests import ``ink_py.demo`` directly:
+The demo is not an exercise module, so these tests import ``ink_py.course.demo`` directly:
 the steps it records, the text it prints, and the command as a user runs it
 (pipes, a pseudo-terminal for Enter / q / Ctrl-C, ``--file`` on a recorded body).
 """
@@ -22,13 +22,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from ink_py import demo
-from ink_py.provider import openai_completions
-from ink_py.scenarios import SCENARIOS, fixture_path
+from ink_py.course import demo
+from ink_py.provider import anthropic_messages, openai_completions, openai_responses
+from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
-from .helpers import ROOT, all_fixture_names, fixture_bytes, run_assembly
+from .helpers import ROOT, all_fixture_names, dialect_of, fixture_bytes, run_assembly
 
-REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=demo.shared)
+REFERENCE = SimpleNamespace(
+    openai_completions=openai_completions,
+    anthropic_messages=anthropic_messages,
+    openai_responses=openai_responses,
+    shared=demo.shared,
+)
 README_TITLES = [
     "等待第一条事件",
     "保存文本,先交给显示层",
@@ -161,8 +166,9 @@ def test_one_frame_per_read_changes_nothing_the_assembler_yields(name):
     """Every fixture: the demo's steps carry exactly the events a plain run yields, in order."""
     body = fixture_bytes(name)
     assert b"".join(demo.split_frames(body)) == body
-    expected, error = run_assembly(REFERENCE, [body])  # the demo shows ink_py, whatever --impl says
-    steps = demo.record_steps(demo.split_frames(body))
+    dialect = dialect_of(name)  # each fixture folder's own dialect
+    expected, error = run_assembly(REFERENCE, [body], dialect=dialect)  # the demo shows ink_py, whatever --impl says
+    steps = demo.record_steps(demo.split_frames(body), api=dialect.replace("_", "-"))
     assert [event for step in steps for event in step["emitted"]] == expected
     assert (steps[-1]["outcome"] == "error") == (error is not None)
     assert all(step["outcome"] == "pending" for step in steps[:-1])
@@ -189,6 +195,14 @@ def test_each_step_shows_only_the_lines_that_ran_in_it():
     assert [append_fragment in lines for lines in ran] == [False, False, True, True, False, False]
     assert [build_end in lines for lines in ran] == [False] * 5 + [True]
     assert "safe_parse_json" in steps[-1]["lines"] and "map_finish_reason" in steps[4]["lines"]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_code_shown_never_includes_an_exercise_marker(capsys, name):
+    """Markers are course scaffolding (issue 10): the demo shows only the article's code."""
+    code, out, _ = run_main(capsys, name, "--no-pause", "--context", "3")
+    assert code in (0, 1) and "│" in out
+    assert not [line for line in out.splitlines() if "# exercise" in line]
 
 
 def test_colour_marks_executed_lines_and_never_reaches_a_pipe(capsys):

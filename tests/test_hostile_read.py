@@ -293,9 +293,8 @@ CRASHERS = {
 def test_model_mistakes_go_back_as_tool_errors(ink: Any, tmp_path: Path, name: str, display: str, parallel: bool):
     import io
 
-    from ink_py.core.parallel import execute_tool_batch_parallel
-    from ink_py.relay import sse_fields
     from ink_py.runner import Display
+    from ink_py.second_article.relay import sse_fields
 
     (tmp_path / "README.md").write_text("# hi\n")
     calls = [("t1", "read", CRASHERS[name]), ("t2", "read", '{"path": "README.md"}')]
@@ -310,7 +309,7 @@ def test_model_mistakes_go_back_as_tool_errors(ink: Any, tmp_path: Path, name: s
         history=history,
         user_message="u",
         on_event=lambda event: (shown.show(event), sse_fields(event)),
-        execute_batch=execute_tool_batch_parallel if parallel else None,
+        max_concurrent=5 if parallel else 1,
     )
     assert result["stopReason"] == "completed"
     first, second = history[2]["results"]

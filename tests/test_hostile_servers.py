@@ -23,10 +23,10 @@ import pytest
 import requests
 
 from ink_py import bounded_server
-from ink_py.model_server import ModelServer, start_model_server
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
-from ink_py.relay import RelayServer, make_relay_server
+from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.second_article.relay import RelayServer, make_relay_server
 
 from .helpers import text_reply
 from .hostile import HostileServer, sse_server

@@ -19,6 +19,10 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ink_py.provider.anthropic_messages import AnthropicMessagesProvider
+from ink_py.provider.openai_responses import OpenAIResponsesProvider
+from ink_py.provider.recording import RecordingProvider
+
 from .helpers import ScriptedProvider, run_assembly, sse, text_reply, tool_reply
 from .hostile import INK_PY, SSE_HEAD, HostileServer, run_measured, sse_server
 
@@ -169,7 +173,7 @@ def _split_echo(conn: socket.socket) -> None:
 def test_a_key_the_server_echoes_is_never_shown_nor_recorded(ink: Any, name: str, tmp_path: Path) -> None:
     body = _split_echo if ECHOES[name] == b"SPLIT" else ECHOES[name]
     with sse_server(body) as server:
-        provider = ink.openai_completions.OpenAICompletionsProvider(server.base_url, KEY, record_dir=str(tmp_path))
+        provider = RecordingProvider(server.base_url, KEY, record_dir=str(tmp_path))
         request = {"model": "m", "system": "s", "messages": [{"role": "user", "content": "hi"}]}
         shown = ""
         try:
@@ -181,6 +185,16 @@ def test_a_key_the_server_echoes_is_never_shown_nor_recorded(ink: Any, name: str
     recorded = (tmp_path / "001-response.sse").read_bytes()
     assert KEY_START.encode() not in recorded and b"***" in recorded
     assert b"Bearer " + KEY.encode() in server.requests[0]  # the key was sent, as it must be
+
+
+@pytest.mark.parametrize("provider_class", [AnthropicMessagesProvider, OpenAIResponsesProvider])
+def test_the_other_dialects_redact_an_echoed_key_too(provider_class: type, tmp_path: Path) -> None:
+    with sse_server(ECHOES["not-json"]) as server:
+        provider = provider_class(server.base_url, KEY)
+        request = {"model": "m", "system": "s", "messages": [{"role": "user", "content": "hi"}]}
+        with pytest.raises(Exception) as caught:
+            list(provider.stream(request))
+    assert "not JSON" in str(caught.value) and KEY_START not in str(caught.value)
 
 
 def test_a_key_at_the_cut_of_an_http_error_body_is_not_shown(ink: Any) -> None:

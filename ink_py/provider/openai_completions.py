@@ -1,19 +1,11 @@
 """The Chat Completions provider — mirrors Ink's ``src/provider/openai-completions.ts``.
 
-Article §2 (the core loop, steps ①–④), §2.2 (tool-call fragments by index), §4.1
-(no finish_reason), §4.3 (unparseable arguments), §4.4 (mapFinishReason). One
-provider serves every OpenAI-compatible endpoint: OpenAI, DeepSeek, Ollama, vLLM,
-llama.cpp, OpenRouter, Azure, Gemini's compatible endpoint, …
-
-    provider = OpenAICompletionsProvider("http://127.0.0.1:11434/v1")   # e.g. Ollama
-    for event in provider.stream({"model": "qwen3", "system": "…", "messages": [...]}):
-        ...   # text_delta, tool_call_start, tool_call_delta, thinking_delta, then message_end
-
-``stream`` builds the request (``to_wire_messages``, ``build_request_body``), posts it
-(``post_json_with_retry``) and hands the body to ``assemble_stream``, the article's
-core loop — which takes any iterable of bytes, so tests and the demo feed it directly.
-
-Worked example — the article's "读取 README" stream, in two reads::
+Sections: §2 ``assemble_stream``, the article's core loop (① text, ② tool-call fragments
+by index — §2.2, ③ the finish reason, ④ parse the arguments — §4.3, then §4.1's check);
+§4.4 ``map_finish_reason``; part 01's request (``to_wire_messages``, ``build_request_body``);
+last ``OpenAICompletionsProvider.stream``, which posts the request and hands the body to
+``assemble_stream``. Differences from the TypeScript are tagged ``beyond §`` where they
+happen; walkthrough.md explains them. The article's "读取 README" stream, in two reads::
 
     >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
     ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',
@@ -27,13 +19,6 @@ Worked example — the article's "读取 README" stream, in two reads::
     {'type': 'message_end', 'message': {'role': 'assistant',
      'blocks': [{'type': 'toolCall', 'id': 't1', 'name': 'read', 'arguments': {'path': 'README.md'}}],
      'usage': {'inputTokens': 0, 'outputTokens': 0, 'cacheReadTokens': 0}, 'stopReason': 'tool_use'}}
-
-What differs from the TypeScript (each marked "beyond §…" where it happens): fragments
-are collected in lists and joined once (Python's ``+=`` on a dict value copies the whole
-string every time); ``[DONE]`` counts as a proper end when a server sends no
-finish_reason; server errors inside the stream raise; the quirks of real servers
-(a new id reusing an occupied index, calls without an index, ``"id": ""`` on
-continuation chunks, usage inside ``choices[0]``) are handled where they arrive.
 """
 
 from __future__ import annotations
@@ -41,12 +26,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import requests
 
-from ..core.abort import AbortSignal
+from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import (
     AgentMessage,
     AssistantBlock,
@@ -58,14 +42,11 @@ from ..core.messages import (
     Usage,
     empty_usage,
 )
-from .recording import next_record_prefix, record_request, tee_body
 from .shared import (
     DONE,
-    ProviderError,
     SseEvent,
     abort_safe,
     display_url,
-    interrupt_response,
     parse_sse,
     post_json_with_retry,
     quote,
@@ -73,55 +54,12 @@ from .shared import (
     redact_reads,
     safe_parse_json,
     server_message,
+    stream_reply,
 )
-from .types import LLMEvent, LLMRequest
+from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 EMPTY_REPLY_TEXT = "(empty)"  # Ink's placeholder when a reply has no blocks at all
-
-
-class OpenAICompletionsProvider:
-    """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest."""
-
-    name = "openai-completions"
-
-    def __init__(
-        self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, record_dir: str | None = None
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key  # never printed: see __repr__ and shared.api_error
-        self._session = requests.Session()  # keeps the connection alive between turns
-        self.record_dir = Path(record_dir) if record_dir else None  # ink-py --record DIR
-
-    def __repr__(self) -> str:
-        shown = display_url(self.base_url)  # a password in the URL is never shown either
-        return f"OpenAICompletionsProvider(base_url={shown!r}, api_key={'***' if self._api_key else None})"
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
-        """POST the request and yield its LLMEvents as the reply streams in."""
-        signal = request.get("signal")
-        body = build_request_body(request)
-        record = next_record_prefix(self.record_dir) if self.record_dir else None
-        if record is not None:
-            record_request(record, body)
-        response = post_json_with_retry(
-            f"{self.base_url}/chat/completions", body, api_key=self._api_key, signal=signal, session=self._session
-        )
-        if response is None:
-            return  # aborted before the reply started
-        # Beyond the article: a key the server echoes back is replaced before anything reads the bytes.
-        body_reads = redact_reads(read_body(response), self._api_key)
-        reads = body_reads if record is None else tee_body(body_reads, record)
-        # An abort must wake a read blocked in this thread: the listener shuts the socket.
-        wake = lambda: interrupt_response(response)  # noqa: E731
-        if signal is not None:
-            signal.add_listener(wake)
-        try:
-            yield from assemble_stream(reads, signal)
-        finally:
-            if signal is not None:
-                signal.remove_listener(wake)
-            response.close()
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
@@ -133,6 +71,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     Ends without ``message_end`` when ``signal`` aborts; raises ProviderError when the
     stream ends without a finish_reason (§4.1) or the server reports an error.
     """
+    signal = signal or NEVER_ABORTED  # TypeScript's `request.signal?.`
     blocks: list[AssistantBlock] = []  # the reply's content blocks, in arrival order
     text_block: TextBlock | None = None
     text_parts: list[str] = []  # the text so far, as it arrived; joined at ④
@@ -148,7 +87,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
     # parse_sse cuts the bytes into events; abort_safe tells an abort from a fault (§4.2).
     for sse in abort_safe(parse_sse(body), signal):
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return
         chunk = sse["data"]
         if chunk == DONE:
@@ -242,7 +181,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     if thinking_block is not None:
         thinking_block["thinking"] = "".join(thinking_parts)
 
-    if signal is not None and signal.aborted:
+    if signal.aborted:
         return  # an aborted reply is never handed to the loop
     # exercise 5 ▼ no finish reason
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
@@ -276,9 +215,7 @@ def map_finish_reason(reason: Any) -> StopReason:
     >>> [map_finish_reason(r) for r in ("tool_calls", "stop", "length", "content_filter")]
     ['tool_use', 'end_turn', 'max_tokens', None]
     """
-    # exercise 5 ▼ map_finish_reason
     return {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}.get(reason)  # type: ignore[return-value]
-    # exercise 5 ▲
 
 
 def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
@@ -288,12 +225,12 @@ def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
     """
     details = field(reported, "prompt_tokens_details", dict) or {}
     cached = (  # OpenAI's spelling, DeepSeek's, Moonshot's
-        token_count(details, "cached_tokens")
-        or token_count(reported, "prompt_cache_hit_tokens")
-        or token_count(reported, "cached_tokens")
+        usage_count(details, "cached_tokens")
+        or usage_count(reported, "prompt_cache_hit_tokens")
+        or usage_count(reported, "cached_tokens")
     )
-    usage["inputTokens"] = max(usage["inputTokens"], token_count(reported, "prompt_tokens") - cached)
-    usage["outputTokens"] = max(usage["outputTokens"], token_count(reported, "completion_tokens"))
+    usage["inputTokens"] = max(usage["inputTokens"], usage_count(reported, "prompt_tokens") - cached)
+    usage["outputTokens"] = max(usage["outputTokens"], usage_count(reported, "completion_tokens"))
     usage["cacheReadTokens"] = max(usage["cacheReadTokens"], cached)
 
 
@@ -331,7 +268,7 @@ def field(container: dict[str, Any], key: str, expected: type, required: bool = 
     )
 
 
-def token_count(reported: dict[str, Any], key: str) -> int:
+def usage_count(reported: dict[str, Any], key: str) -> int:
     """A usage number: absent is 0; anything but a whole number ≥ 0 is the server's fault."""
     value = reported.get(key)
     if value is None:
@@ -441,3 +378,39 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
         ]
         body["tool_choice"] = "auto"
     return body
+
+
+# ── the provider: stream(request) ───────────────────────────────────────────────────────
+
+
+class OpenAICompletionsProvider:
+    """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest."""
+
+    name = "openai-completions"
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key  # never printed: see __repr__ and shared.api_error
+        self._session = requests.Session()  # keeps the connection alive between turns
+
+    def __repr__(self) -> str:
+        shown = display_url(self.base_url)  # a password in the URL is never shown either
+        return f"{type(self).__name__}(base_url={shown!r}, api_key={'***' if self._api_key else None})"
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        """POST the request and yield its LLMEvents as the reply streams in."""
+        signal = request.get("signal") or NEVER_ABORTED
+        response = self.post(build_request_body(request), signal)
+        if response is None:
+            return  # aborted before the reply started
+        yield from stream_reply(response, self.read(response), signal, assemble_stream)  # closes it after
+
+    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
+        """Part 01: send the body, retrying only before any byte of the reply is read."""
+        url = f"{self.base_url}/chat/completions"
+        return post_json_with_retry(url, body, api_key=self._api_key, signal=signal, session=self._session)
+
+    def read(self, response: requests.Response) -> Iterable[bytes]:
+        """The response body as reads — the article's ``response.body``; beyond the article, a
+        key the server echoes back is replaced before anything (parser, recording) sees it."""
+        return redact_reads(read_body(response), self._api_key)

@@ -1,34 +1,15 @@
 """Reading a streamed reply: bytes → SSE events — mirrors Ink's ``src/provider/shared.ts``.
 
-Article 2.1 (parseSse, parseFrame), 4.2 (abortSafe), 4.3 (safeParseJson), and part 01's
-postJsonWithRetry. The story of one reply:
-
-    post_json_with_retry(url, body)   POST, retrying only before any byte of the body is read
-    read_body(response)               the bytes, each read handed on as soon as it arrives
-    parse_sse(body)                   bytes → text → frames cut at blank lines → parse_frame
-    parse_frame(frame)                "event:" / "data:" lines → {"event": "message", "data": {...}}
-    abort_safe(events, signal)        an abort ends the stream quietly; other errors propagate
-
-Worked example (article 2.1: one event that arrives in two reads)::
+Sections: §2.1 ``parse_sse`` (bytes → frames) and ``parse_frame`` (a frame → ``{"event",
+"data"}``), §4.2 ``abort_safe``, §4.3 ``safe_parse_json``, then part 01's request,
+``post_json_with_retry``, and ``read_body``. Differences from the TypeScript are tagged
+``beyond §`` where they happen; walkthrough.md explains them. Article 2.1's event in two reads::
 
     >>> reads = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,',
     ...          b'"id":"t1","function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n']
     >>> [event] = parse_sse(reads)
     >>> event["event"], event["data"]["choices"][0]["delta"]["tool_calls"][0]["function"]
     ('message', {'name': 'read', 'arguments': '{"path":"REA'})
-
-What differs from the TypeScript (each marked "beyond §…" where it happens):
-- line endings: CRLF and CR are turned into LF first (Ink splits on "\\n\\n" only, §2.1);
-- WHATWG event-stream rules: one leading BOM stripped, comments and id:/retry: ignored,
-  exactly one space after the colon stripped;
-- [DONE] is recognised as the end marker, an empty data: is a keep-alive, and any other
-  data that is not JSON raises instead of vanishing (§4.1 admits Ink drops it);
-- older llama.cpp's non-standard ``error:`` field becomes an "error" event;
-- an unterminated last event is still parsed when the body ends (proxies end with
-  ``data: [DONE]`` and no blank line; WHATWG would drop it);
-- linear time: no rescanning of the buffer from its start on every read;
-- retries: 408/409/429/5xx and connection errors, Retry-After honoured, capped
-  exponential backoff with jitter (Ink: fixed 600 ms / 1500 ms, 429/5xx only).
 """
 
 from __future__ import annotations
@@ -40,7 +21,6 @@ import math
 import random
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, TypedDict, TypeVar
@@ -49,7 +29,8 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 import urllib3
 
-from ..core.abort import AbortSignal
+from ..core.abort import NEVER_ABORTED, AbortSignal, start_thread
+from .types import ProviderError
 
 T = TypeVar("T")
 
@@ -75,10 +56,6 @@ class SseEvent(TypedDict):
     data: Any  # the parsed JSON, or the string DONE
 
 
-class ProviderError(RuntimeError):
-    """The model server failed: an HTTP error, an error inside the stream, or a broken stream."""
-
-
 # ── §2.1 parse_sse: bytes → frames ──────────────────────────────────────────────────────
 
 
@@ -88,7 +65,6 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
     >>> list(parse_sse([b'data: {"a": 1}\\r\\n\\r\\ndata: [DO', b'NE]\\n\\n']))
     [{'event': 'message', 'data': {'a': 1}}, {'event': 'message', 'data': '[DONE]'}]
     """
-    # exercise 2 ▼ parse_sse
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true
     # The article's `buffer` string, kept as a list of pieces: a long event arriving in
     # small reads is then copied once when its frame is cut, not once per read.
@@ -150,7 +126,6 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
             ) from None
         if parsed is not None:
             yield parsed
-    # exercise 2 ▲
 
 
 # ── §2.1 parse_frame: one frame → {"event", "data"} ─────────────────────────────────────
@@ -166,7 +141,6 @@ def parse_frame(frame: str) -> SseEvent | None:
     >>> parse_frame('data: [DONE]')
     {'event': 'message', 'data': '[DONE]'}
     """
-    # exercise 1 ▼ parse_frame
     event = "message"  # the default SSE event name when there is no `event:` line
     data_lines: list[str] = []
     error_lines: list[str] = []
@@ -199,7 +173,6 @@ def parse_frame(frame: str) -> SseEvent | None:
         # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
         why = "nested too deep" if isinstance(err, RecursionError) else str(err)
         raise ProviderError(f"the server sent an event whose data is not JSON ({why}): {quote(frame)}") from None
-    # exercise 1 ▲
 
 
 def _json_or_text(text: str) -> Any:
@@ -246,14 +219,13 @@ def abort_safe(source: Iterable[T], signal: AbortSignal | None) -> Iterator[T]:
     An abort closes the connection, so the pending read fails. That failure is the
     cancellation itself, not a fault: end quietly. Any other error propagates.
     """
-    # exercise 6 ▼ abort_safe
+    signal = signal or NEVER_ABORTED  # TypeScript's `signal?.`
     try:
         yield from source  # `for await (const item of source) yield item`
     except Exception:
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return  # aborted: end the event stream
         raise  # any other read error goes up to the caller
-    # exercise 6 ▲
 
 
 def safe_parse_json(raw: str) -> Any:
@@ -264,7 +236,6 @@ def safe_parse_json(raw: str) -> Any:
     >>> safe_parse_json('{"path":"README.md"')
     {'_parseError': 'tool arguments were not valid JSON', 'raw': '{"path":"README.md"'}
     """
-    # exercise 7 ▼ safe_parse_json
     try:
         value = loads_finite(raw)  # beyond §4.3: NaN/Infinity refused, so the history stays valid JSON
     except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
@@ -272,7 +243,6 @@ def safe_parse_json(raw: str) -> Any:
     if nesting_depth(value) > MAX_ARGUMENT_DEPTH:  # beyond §4.3: json.dumps of it would overflow the stack
         return {"_parseError": f"tool arguments were nested more than {MAX_ARGUMENT_DEPTH} deep", "raw": raw[:500]}
     return value
-    # exercise 7 ▲
 
 
 def nesting_depth(value: Any) -> int:
@@ -291,6 +261,21 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else ``{}``: a field of the wrong shape reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_key(value: Any) -> str | int | None:
+    """An index or id usable as a dict key (a string or a whole number), else None."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def token_count(value: Any) -> int:
+    """A usage figure: a whole number of 0 or more, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 # ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────
 
 
@@ -299,6 +284,8 @@ def post_json_with_retry(
     body: Mapping[str, Any],
     *,
     api_key: str | None = None,
+    key_header: str = "Authorization",
+    headers: Mapping[str, str] | None = None,
     signal: AbortSignal | None = None,
     session: requests.Session | None = None,
     sleep: Callable[[float], Any] | None = None,
@@ -308,16 +295,21 @@ def post_json_with_retry(
     Retries connection errors and 408/409/429/5xx (honouring ``Retry-After``) — safe,
     because nothing has been read or shown yet. Returns None if the signal aborts
     first. Any other status raises ``ProviderError("API error <status>: <message>")``.
+    The key goes in ``key_header`` (a Bearer token in Authorization; Anthropic's bare
+    ``x-api-key``) and is never part of any message; ``headers`` adds more.
     """
+    signal = signal or NEVER_ABORTED
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    extra = headers or {}
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **extra}
     if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
+        headers[key_header] = f"Bearer {api_key}" if key_header == "Authorization" else api_key
+    key_env = "OPENAI_API_KEY" if key_header == "Authorization" else "ANTHROPIC_API_KEY"  # for the 401 hint
     post = session.post if session is not None else requests.post
     wait = sleep if sleep is not None else (lambda seconds: _sleep(seconds, signal))
     problem = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return None
         try:
             response = post_abortably(
@@ -333,7 +325,7 @@ def post_json_with_retry(
                 f"within {HEADERS_TIMEOUT_SECONDS:.0f} s"
             ) from None
         except requests.RequestException as err:  # refused, DNS, reset, connect timeout
-            if signal is not None and signal.aborted:
+            if signal.aborted:
                 return None
             problem = _redact(str(err), api_key)
             delay = backoff_seconds(attempt)
@@ -345,9 +337,10 @@ def post_json_with_retry(
                 return response
             retry_after = retry_after_seconds(response.headers)
             if not is_retryable_status(response.status_code) or attempt == MAX_ATTEMPTS:
-                raise api_error(response, api_key)
+                raise api_error(response, api_key, key_env=key_env)
             if retry_after is not None and retry_after > RETRY_AFTER_MAX_SECONDS:
-                raise api_error(response, api_key, f" (the server asked to retry after {retry_after:.0f} s)")
+                note = f" (the server asked to retry after {retry_after:.0f} s)"
+                raise api_error(response, api_key, note, key_env=key_env)
             response.close()  # drop the error body so the connection is released
             problem = f"HTTP {response.status_code}"
             delay = retry_after if retry_after is not None else backoff_seconds(attempt)
@@ -366,7 +359,7 @@ def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | 
     blocked connect or header read never reaches. Waiting on an Event instead keeps it
     interruptible; an abandoned request closes its response the moment it arrives.
     """
-    if signal is None:
+    if signal is None or signal is NEVER_ABORTED:
         return send()  # nothing can abort it: stay on this thread (and in the debugger)
     finished = threading.Event()
     outcome: dict[str, Any] = {}
@@ -382,7 +375,7 @@ def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | 
             if outcome.get("abandoned") and "response" in outcome:
                 outcome["response"].close()  # no one is waiting for it any more
 
-    threading.Thread(target=work, name="ink-post", daemon=True).start()
+    start_thread(threading.Thread(target=work, name="ink-post", daemon=True))  # Ctrl-C stays with the waiter
     signal.add_listener(finished.set)
     try:
         finished.wait()
@@ -457,7 +450,9 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def api_error(response: requests.Response, api_key: str | None = None, note: str = "") -> ProviderError:
+def api_error(
+    response: requests.Response, api_key: str | None = None, note: str = "", key_env: str = "OPENAI_API_KEY"
+) -> ProviderError:
     """``API error 401: Incorrect API key provided — check …``, the key itself never shown."""
     status = response.status_code
     try:
@@ -469,7 +464,7 @@ def api_error(response: requests.Response, api_key: str | None = None, note: str
     text = _redact(raw.decode("utf-8", "replace"), api_key)  # before server_message cuts it
     message = server_message(_json_or_text(text)) or response.reason or "no message"
     hint = {
-        401: " — check the API key (--api-key or OPENAI_API_KEY)",
+        401: f" — check the API key (--api-key or {key_env})",
         404: " — check the model name (--model) and the base URL (--base-url)",
     }.get(status, "")
     return ProviderError(_redact(f"API error {status}: {message}{hint}{note}", api_key))
@@ -515,6 +510,25 @@ def read_body(response: requests.Response) -> Iterator[bytes]:
         yield data
 
 
+def stream_reply(
+    response: requests.Response,
+    reads: Iterable[bytes],
+    signal: AbortSignal,
+    assemble_stream: Callable[[Iterable[bytes], AbortSignal], Iterator[T]],
+) -> Iterator[T]:
+    """Hand the reply's reads to a dialect's ``assemble_stream``; close the response after.
+
+    An abort must wake a read blocked in this thread: the listener shuts the socket.
+    """
+    wake = lambda: interrupt_response(response)  # noqa: E731
+    signal.add_listener(wake)
+    try:
+        yield from assemble_stream(reads, signal)
+    finally:
+        signal.remove_listener(wake)
+        response.close()
+
+
 def interrupt_response(response: requests.Response) -> None:
     """Wake a read blocked on ``response`` in another thread (an abort listener).
 
@@ -537,11 +551,8 @@ def _response_socket(response: requests.Response) -> socket.socket | None:
     return getattr(getattr(reader, "raw", None), "_sock", None)
 
 
-def _sleep(seconds: float, signal: AbortSignal | None) -> None:
-    if signal is not None:
-        signal.wait(seconds)  # an abort ends the wait at once
-    else:
-        time.sleep(seconds)
+def _sleep(seconds: float, signal: AbortSignal) -> None:
+    signal.wait(seconds)  # a sleep that an abort ends at once
 
 
 def _redact(text: str, api_key: str | None) -> str:

@@ -1,17 +1,18 @@
-"""The scripted model over HTTP: an OpenAI-compatible Chat Completions server on 127.0.0.1.
+"""The scripted model over HTTP: Chat Completions, Responses and Messages on 127.0.0.1.
 
 With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to
 it through the same provider code a real endpoint gets — real sockets, chunked SSE, CRLF
 frames, reads that end in the middle of a character — so the demo needs no network and
-no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai``
-package, or any OpenAI-compatible client::
+no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai`` and
+``anthropic`` packages, or any compatible client::
 
     $ ink-py serve-model --port 8765
     http://127.0.0.1:8765/v1
     $ curl -N http://127.0.0.1:8765/v1/chat/completions -d '{"stream": true, "messages": [...]}'
 
-Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models``.
-What to answer, and how the bytes are cut, is decided in ``scripted_model`` (pure logic);
+Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/messages``
+(Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), ``GET /v1/models``.
+What to answer, and how the bytes are cut, is decided in ``replies`` (pure logic);
 this module only reads requests and writes the replies' pieces with ``delay`` seconds
 between them. Worked example — nothing here opens a socket until you ask::
 
@@ -36,8 +37,11 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
-from .scripted_model import (
+from ..arguments import CliParser, non_negative_float, port_number
+from ..bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
+from ..core.abort import start_thread
+from .dialects import MESSAGES, RESPONSES, build_dialect_reply
+from .replies import (
     DEFAULT_SCENARIO,
     MODEL_ID,
     SSE_TYPE,
@@ -52,6 +56,9 @@ from .scripted_model import (
 DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arrive
 HOLD_SECONDS = 60.0  # the abort scenario stays silent this long unless the client leaves
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+DIALECT_PATHS = {  # the same script in the two other dialects (scripted/dialects.py)
+    "/v1/messages": MESSAGES, "/messages": MESSAGES, "/v1/responses": RESPONSES, "/responses": RESPONSES,
+}  # fmt: skip
 MODELS_PATHS = ("/v1/models", "/models")
 
 
@@ -96,7 +103,7 @@ def start_model_server(
     httpd = _Server((host, port), _Handler)
     httpd.scenario, httpd.delay = scenario, delay
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="ink-scripted-model", daemon=True)
-    thread.start()
+    start_thread(thread)  # Ctrl-C must reach the main thread, never this one
     return ModelServer(httpd, thread)
 
 
@@ -151,7 +158,7 @@ class _Handler(BoundedHandler):
             self._send_json(413, error_body(str(err)))
             return
         path = self._path()
-        if path not in CHAT_PATHS:
+        if path not in CHAT_PATHS and path not in DIALECT_PATHS:
             self._send_json(404, error_body(f"Invalid URL (POST {path})"))
             return
         try:
@@ -161,7 +168,10 @@ class _Handler(BoundedHandler):
             return
         self.server.received.append(body)
         try:
-            reply = build_reply(body, self.server.scenario, int(time.time()))
+            if path in DIALECT_PATHS:
+                reply = build_dialect_reply(body, DIALECT_PATHS[path], self.server.scenario, int(time.time()))
+            else:
+                reply = build_reply(body, self.server.scenario, int(time.time()))
         except Exception as err:  # a bug in the script must not leave the client hanging
             reply = error_reply(500, f"the scripted model failed: {err!r}")
         self._send(reply)
@@ -230,28 +240,22 @@ def _model_entry(model_id: str) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="ink-py serve-model",
         description="Serve ink_py's scripted model as an OpenAI-compatible Chat Completions endpoint.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: any free port)")
-    parser.add_argument("--scenario", default=DEFAULT_SCENARIO, help=f"one of: {', '.join(scenario_names())}")
-    parser.add_argument("--delay", type=float, default=DEFAULT_DELAY, help="seconds between writes (default 0.02)")
-    args = parser.parse_args(argv)
-    if args.delay < 0:
-        parser.error("--delay must not be negative")
-    return args
+    parser.add_argument("--port", type=port_number, default=0, help="port to listen on (default 0: any free port)")
+    parser.add_argument("--scenario", default=DEFAULT_SCENARIO, choices=scenario_names(), help="what it answers")
+    parser.add_argument(
+        "--delay", type=non_negative_float, default=DEFAULT_DELAY, help="seconds between writes (default 0.02)"
+    )
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``ink-py serve-model``: print the base URL first, serve until Ctrl-C, exit 0."""
     args = parse_args(argv)
-    if args.scenario not in scenario_names():
-        print(
-            f"error: unknown scenario {args.scenario!r}; choose one of: {', '.join(scenario_names())}", file=sys.stderr
-        )
-        return 2
     try:
         server = start_model_server(args.host, args.port, args.scenario, args.delay)
     except OSError as err:
