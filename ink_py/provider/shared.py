@@ -172,7 +172,7 @@ def parse_frame(frame: str) -> SseEvent | None:
     except (ValueError, RecursionError) as err:
         # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
         why = "nested too deep" if isinstance(err, RecursionError) else str(err)
-        raise ProviderError(f"the server sent an event whose data is not JSON ({why}): {quote(frame)}") from None
+        raise ProviderError(f"the server sent an event whose data is not JSON: {quote(frame)} ({why})") from None
 
 
 def _json_or_text(text: str) -> Any:
