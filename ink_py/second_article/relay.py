@@ -93,7 +93,7 @@ from ..core.abort import AbortController, start_thread
 from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS, AgentEvent, run_agent_loop
 from ..core.tools.read import create_read_tool
 from ..provider.types import LLMProvider, ProviderError
-from ..runner import first_line
+from ..runner import first_line, terminal_safe
 
 MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
 KEEP_ALIVE_SECONDS = 5.0  # longest silence on an open stream (well under common 30-60 s proxy timeouts)
@@ -322,7 +322,7 @@ class RelayServer(BoundedServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], OSError):
             return  # a client hung up between requests: not worth a traceback
-        print(f"ink-py serve: internal error: {sys.exc_info()[1]!r}", file=sys.stderr)
+        print(f"ink-py serve: internal error: {terminal_safe(repr(sys.exc_info()[1]))}", file=sys.stderr)
 
 
 def make_relay_server(
@@ -383,7 +383,7 @@ def run_query(server: RelayServer, query: str, channel: SseChannel, controller: 
         return {"query": query, "error": str(err)}
     except Exception as err:  # a bug in ink_py: one line for the browser, none of the internals
         message = f"internal error ({type(err).__name__}: {err})"
-        print(f"ink-py serve: {message}", file=sys.stderr)
+        print(f"ink-py serve: {terminal_safe(message)}", file=sys.stderr)  # the server's words: neutralised
         channel.send("error", {"message": message})
         return {"query": query, "error": message}
     channel.send("done", {**result, "maxTurns": server.max_turns})
