@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,6 +29,7 @@ from .core.abort import sigint_blocked
 MAX_HANDLERS = 256  # threads serving connections at once
 HEAD_DEADLINE_SECONDS = 10.0  # the whole request head (line + headers)
 SOCKET_TIMEOUT_SECONDS = 30.0  # any single read or write
+WATCHDOG_SECONDS = 0.25  # how often the one watchdog thread looks for late heads
 MAX_BODY_BYTES = 8 * 1024 * 1024  # the largest request body read (a chat request with a long history)
 _BUSY_BODY = b'{"error": "too many connections at once; try again"}'
 BUSY_RESPONSE = (
@@ -46,6 +48,35 @@ class BoundedServer(ThreadingHTTPServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._slots = threading.BoundedSemaphore(self.max_handlers)
+        self._heads: dict[socket.socket, float] = {}  # connections still sending a head → deadline
+        self._heads_lock = threading.Lock()
+        self._watchdog: threading.Thread | None = None
+
+    def expect_head(self, connection: socket.socket) -> None:
+        """Cut ``connection`` unless its request head is complete within HEAD_DEADLINE_SECONDS."""
+        with self._heads_lock:
+            self._heads[connection] = time.monotonic() + HEAD_DEADLINE_SECONDS
+            if self._watchdog is None:  # one thread watches every connection's deadline
+                self._watchdog = threading.Thread(target=self._watch_heads, name="ink-head-watchdog", daemon=True)
+                self._watchdog.start()
+
+    def head_done(self, connection: socket.socket) -> None:
+        with self._heads_lock:
+            self._heads.pop(connection, None)
+
+    def _watch_heads(self) -> None:
+        while True:
+            time.sleep(WATCHDOG_SECONDS)
+            now = time.monotonic()
+            with self._heads_lock:
+                late = [conn for conn, deadline in self._heads.items() if deadline <= now]
+                for conn in late:
+                    del self._heads[conn]
+            for conn in late:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)  # the handler's blocked read returns at once
+                except OSError:
+                    pass
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -82,26 +113,19 @@ class BoundedHandler(BaseHTTPRequestHandler):
 
     timeout = SOCKET_TIMEOUT_SECONDS  # StreamRequestHandler applies it to the connection
 
+    server: BoundedServer
+
     def handle_one_request(self) -> None:
-        # Cut the connection if this request's head is not complete in time (slowloris).
-        self._head_timer = threading.Timer(HEAD_DEADLINE_SECONDS, self._cut_off)
-        self._head_timer.daemon = True
-        self._head_timer.start()
+        self.server.expect_head(self.connection)  # cut off if the head is not complete in time (slowloris)
         try:
             super().handle_one_request()
         finally:
-            self._head_timer.cancel()
+            self.server.head_done(self.connection)
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()
-        self._head_timer.cancel()  # the head is in: what follows has its own bounds
+        self.server.head_done(self.connection)  # the head is in: what follows has its own bounds
         return parsed
-
-    def _cut_off(self) -> None:
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def body_length(self) -> int | None:
         """The request's Content-Length if it is a plain number within MAX_BODY_BYTES; None when
