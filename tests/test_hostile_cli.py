@@ -155,3 +155,17 @@ def test_python_dash_m_and_the_console_script_share_the_early_handler() -> None:
     first_code = source.index("def main(")
     assert source.index("signal.signal(signal.SIGINT, _quit_at_once)") > first_code
     assert "from . import cli" not in source[:first_code]  # nothing heavy before the handler
+
+
+def test_the_demo_shows_a_recorded_hostile_stream_without_obeying_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ink_py.course import demo
+
+    hostile = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\x9b31m"
+    recorded = tmp_path / "001-response.sse"
+    recorded.write_bytes(text_reply("hi" + hostile))
+    code = demo.main(["--file", str(recorded), "--no-pause"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "\\x1b]52;c;" in out
+    assert not any(c in out + err for c in "\x07\x9b") and "\x1b]" not in out and "\x1b[2J" not in out

@@ -69,7 +69,7 @@ from ..arguments import CliParser
 from ..core.abort import AbortController
 from ..provider import anthropic_messages, openai_completions, openai_responses, shared
 from ..provider.shared import DONE
-from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, wants_colour
+from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, terminal_safe, wants_colour
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
 from .exercises import CLOSE, OPEN
 
@@ -419,15 +419,20 @@ class Style:
 def render_step(step: Step, number: int, total: int, style: Style, context: int = 0) -> str:
     """Everything step ``number`` shows, as lines of text."""
     out = [style.bold(f"━━ 步骤 {number} / {total}  {step['title']}")]
-    out += ["", style.bold("本次收到"), *indent(received_text(step))]
-    out += ["", style.bold("接入层暂存") + style.dim("(assemble_stream 的局部变量)"), *indent(state_text(step))]
+    # What came from the stream is neutralised before it reaches the terminal (see runner.terminal_safe).
+    out += ["", style.bold("本次收到"), *indent(safe(received_text(step)))]
+    out += ["", style.bold("接入层暂存") + style.dim("(assemble_stream 的局部变量)"), *indent(safe(state_text(step)))]
     shown = [e for e in step["emitted"] if e["type"] != "message_end"]
     if shown:
-        out += ["", style.bold("交给显示层"), *indent([event_line(e) for e in shown])]
-    out += ["", style.bold("交给 Agent 循环"), *indent(loop_text(step))]
+        out += ["", style.bold("交给显示层"), *indent(safe([event_line(e) for e in shown]))]
+    out += ["", style.bold("交给 Agent 循环"), *indent(safe(loop_text(step)))]
     out += ["", style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")]
     out += code_text(step["lines"], style, context, DIALECTS[step["api"]]["traced"])
     return "\n".join(out)
+
+
+def safe(lines: list[str]) -> list[str]:
+    return [terminal_safe(line) for line in lines]
 
 
 def indent(lines: list[str], by: str = "  ") -> list[str]:
@@ -741,7 +746,7 @@ def shown_path(path: Path) -> str:
 
 
 def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {terminal_safe(message)}", file=sys.stderr)
     return EXIT_ERROR
 
 
