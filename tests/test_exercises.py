@@ -449,3 +449,68 @@ def test_check_is_green_once_the_region_is_right_and_suggests_the_next(tmp_path,
     listing = run(capsys, "list")[1]
     assert re.search(r"3  text-delta .* passed \(last check green\)", listing)
     assert "next: exercise 1 · parse-frame — ink-py exercise start 1" in listing
+
+
+# ── the documented command: pytest --impl my_ink -m ex1 (issue 13) ─────────────────────
+
+
+def documented_run(cwd: Path, impl: str, *, script: bool, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``pytest --impl IMPL -m ex1`` (or ``python -m pytest …``), exactly as README and ``ink-py exercise`` print it."""
+    import os
+
+    pytest_command = [str(Path(sys.executable).parent / "pytest")] if script else [sys.executable, "-m", "pytest"]
+    command = [*pytest_command, "--impl", impl, "-m", "ex1", "-q", "-p", "no:cacheprovider"]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def test_pytest_impl_works_as_written_from_the_students_folder(tmp_path):
+    ex.start(1, tmp_path / "my_ink")
+    stubbed = documented_run(tmp_path, "my_ink", script=True)
+    assert stubbed.returncode == 1, stubbed.stdout + stubbed.stderr
+    assert "unrecognized arguments" not in stubbed.stderr
+    assert "NotImplementedError: exercise 1 not written yet" in stubbed.stdout
+    put_back(tmp_path / "my_ink", 1)
+    solved = documented_run(tmp_path, "my_ink", script=False)
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    assert re.search(r"\b\d+ passed", solved.stdout) and "failed" not in solved.stdout
+
+
+def test_pytest_impl_works_as_written_from_the_checkout_even_without_plugin_autoload():
+    import shutil
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix=".impl-test-", dir=ROOT))  # a copy inside the checkout: a relative path
+    try:
+        ex.start(1, scratch / "my_ink")
+        relative = f"{scratch.name}/my_ink"
+        for env in ({}, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):  # the entry point, or the top-level conftest.py
+            done = documented_run(ROOT, relative, script=False, env=env)
+            assert done.returncode == 1 and "exercise 1 not written yet" in done.stdout, (env, done.stderr)
+        put_back(scratch / "my_ink", 1)
+        done = documented_run(ROOT, relative, script=True)
+        assert done.returncode == 0 and "failed" not in done.stdout, done.stdout + done.stderr
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_each_stub_lists_the_words_its_tests_compare(tmp_path):
+    for number in AVAILABLE:
+        for message in ex.EXERCISES[number]["messages"]:
+            copy = tmp_path / f"words_ex{number}"
+            if not copy.exists():
+                ex.start(number, copy)
+            stubs = "".join(
+                "\n".join(ex.body_of(text, region))
+                for relative, _ in REGIONS[number]
+                for text in [(copy / relative).read_text(encoding="utf-8")]
+                for region in ex.find_regions(text)
+                if region["number"] == number
+            )
+            assert f"# TODO:     {message}\n" in stubs + "\n", (number, message)
+    for number in (5, 7, 8):  # the exact error texts of §4: each appears where the test looks for it
+        assert ex.EXERCISES[number]["messages"]
+    assert (
+        "output token limit" in ex.EXERCISES[8]["messages"][0]
+        and "Send the call again" in ex.EXERCISES[8]["messages"][0]
+    )
+    assert "stream ended without finish_reason — response may be truncated" in ex.EXERCISES[5]["messages"][0]

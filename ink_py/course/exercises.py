@@ -78,6 +78,7 @@ class Exercise(TypedDict):
     title: str  # what the student writes
     section: str  # in walkthrough.md, which follows the article's numbering
     hints: list[str]  # Chinese like the article, identifiers in English; the last nearly gives it away
+    messages: list[str]  # the words the tests compare, verbatim: the stub lists them as TODOs
 
 
 class Region(TypedDict):
@@ -108,6 +109,9 @@ EXERCISES: dict[int, Exercise] = {
             '`raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") '
             'from None` —— 测试要在消息里看到 "not JSON" 和 frame 的开头。',
         ],
+        "messages": [
+            'ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}")',
+        ],
     },
     2: {
         "functions": ["provider/shared.py:parse_sse"],
@@ -129,6 +133,9 @@ EXERCISES: dict[int, Exercise] = {
             "这时 parse_frame 抛 ProviderError,就改抛 "
             '`ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")`。',
         ],
+        "messages": [
+            'ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")',
+        ],
     },
     3: {
         "functions": [],
@@ -144,6 +151,9 @@ EXERCISES: dict[int, Exercise] = {
             '几乎是答案:`if isinstance(content, str) and content != "":` 里,先按需创建块,再 '
             '`text_parts.append(content)`,然后 `yield {"type": "text_delta", "text": content}` —— 先通知显示层,'
             "完整消息留到最后。",
+        ],
+        "messages": [
+            '{"type": "text_delta", "text": content}',
         ],
     },
     4: {
@@ -165,6 +175,10 @@ EXERCISES: dict[int, Exercise] = {
             "`finish_tool_arguments(block, tool_raw_by_index[index])` 给旧调用收尾,再把它当新调用创建块。"
             'DashScope 续传时发 `"id": ""`,那不算新 id。',
         ],
+        "messages": [
+            '{"type": "tool_call_start", "id": block["id"], "name": block["name"]}',
+            '{"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}',
+        ],
     },
     5: {
         "functions": ["provider/openai_completions.py:map_finish_reason"],
@@ -182,6 +196,9 @@ EXERCISES: dict[int, Exercise] = {
             'raise ProviderError("stream ended without finish_reason — response may be truncated")` '
             "—— 测试逐字比较这条消息。",
         ],
+        "messages": [
+            'ProviderError("stream ended without finish_reason — response may be truncated")',
+        ],
     },
     6: {
         "functions": ["provider/shared.py:abort_safe"],
@@ -196,6 +213,7 @@ EXERCISES: dict[int, Exercise] = {
             "几乎是答案:`try: yield from source` / `except Exception: if signal is not None and "
             "signal.aborted: return` / `raise`。",
         ],
+        "messages": [],
     },
     7: {
         "functions": ["provider/shared.py:safe_parse_json"],
@@ -213,6 +231,11 @@ EXERCISES: dict[int, Exercise] = {
             "`problem = f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
             'They began: {began}. Send the call again with complete, valid JSON arguments."`',
         ],
+        "messages": [
+            '{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}',
+            "f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
+            'They began: {began}. Send the call again with complete, valid JSON arguments."',
+        ],
     },
     8: {
         "functions": ["core/loop.py:fail_tool_calls_from_truncated_message"],
@@ -229,6 +252,10 @@ EXERCISES: dict[int, Exercise] = {
             '几乎是答案:content 写成 f"Error: this reply hit the output token limit (finish_reason: length), '
             "so the arguments of {call['name']} may be truncated; the call was not run. Send the call again with "
             'complete arguments."',
+        ],
+        "messages": [
+            'f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of '
+            "{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.\"",
         ],
     },
     # Skipped until ink_py/second_article/chunks.py has "# exercise 9 ▼" markers (or "functions"
@@ -252,6 +279,7 @@ EXERCISES: dict[int, Exercise] = {
             '`"args": call["args"] + piece["args"]`,返回 False。'
             "不要原地修改 call——它可能属于调用者传进来的那个 chunk。",
         ],
+        "messages": [],
     },
 }
 
@@ -374,8 +402,44 @@ def stub_body(text: str, region: Region) -> list[str]:
     """The lines that replace a region: its comments as TODOs, then one raise."""
     indent = region["indent"]
     todos = [f"{indent}# TODO: {comment}" for comment in region_comments(text, region)]
+    words = region_messages(text, region)
+    if words:
+        todos.append(f"{indent}# TODO: the tests compare these words exactly; use them as they are:")
+        todos += [f"{indent}# TODO:     {message}" for message in words]
     message = json.dumps(stub_message(region["number"]), ensure_ascii=False)  # also a valid Python literal
     return [*todos, f"{indent}raise NotImplementedError({message})"]
+
+
+def region_messages(text: str, region: Region) -> list[str]:
+    """The table's ``messages`` of the region's exercise that belong in this region.
+
+    A message belongs where the reference says it (a literal piece of it is in the region's
+    body); one found in none of the exercise's regions goes to the first.
+    """
+    number = region["number"]
+    body = "\n".join(body_of(text, region))
+    first = next((r for r in find_regions(text) if r["number"] == number), None)
+    return [
+        message
+        for message in EXERCISES[number].get("messages", [])
+        if said_in(message, body) or (message not in placed_messages(number) and region == first)
+    ]
+
+
+def said_in(message: str, code: str) -> bool:
+    """Is a literal piece of ``message`` (8 characters or more, between its ``{…}``) in ``code``?"""
+    pieces = re.split(r"\{[^{}\"]*\}|\bf\"|\"|\(|\)", message)
+    return any(piece in code for piece in pieces if len(piece.strip()) >= 8)
+
+
+@functools.cache
+def placed_messages(number: int) -> frozenset[str]:
+    """The exercise's messages that the reference says in one of its regions."""
+    bodies = [
+        "\n".join(body_of((PACKAGE_DIR / relative).read_text(encoding="utf-8"), region))
+        for relative, region in package_regions().get(number, [])
+    ]
+    return frozenset(m for m in EXERCISES[number].get("messages", []) if any(said_in(m, b) for b in bodies))
 
 
 def replace_body(text: str, region: Region, body: list[str]) -> str:
@@ -695,23 +759,48 @@ def run_tests(folder: Path, number: int) -> dict[str, Any]:
     return report
 
 
+def stubs_left(number: int, folder: Path) -> list[str]:
+    """Where exercise ``number``'s stubs are still in the copy (``my_ink/provider/shared.py:120``)."""
+    places = []
+    for relative in group_by_file(package_regions()[number]):
+        try:
+            text = (folder / relative).read_text(encoding="utf-8")
+            places += [
+                f"{shown(folder)}/{relative}:{r['start'] + 1}"
+                for r in find_regions(text)
+                if r["number"] == number and is_stub(text, r)
+            ]
+        except (OSError, MarkerError):
+            continue
+    return places
+
+
 def describe_failure(number: int, report: dict[str, Any], folder: Path) -> str:
+    """The first failure in a few plain lines, blamed on the exercise whose code it happened in."""
     exercise = EXERCISES[number]
     failure = report.get("failure")
     reread = f"re-read walkthrough.md {exercise['section']}"
     if failure is None:
         return f"exercise {number} · {exercise['slug']} — the tests failed without a report; {reread}"
     where = failure.get("in_copy") or ""
-    if failure["kind"] == "stub" and failure["exercise"] == number:
-        return "\n".join(
-            [
-                f"exercise {number} · {exercise['slug']} — not written yet: the stub still raises NotImplementedError"
-                + (f" ({where})." if where else "."),
-                "Write your code in its place, between the two marker lines.",
-                f"{reread} · stuck? ink-py exercise hint {number}{dir_argument(folder)}",
-            ]
-        )
-    if failure["kind"] == "stub":
+    mine = stubs_left(number, folder)
+    if failure["kind"] == "stub" and (failure["exercise"] == number or mine):
+        lines = [
+            f"exercise {number} · {exercise['slug']} — not written yet: the stub still raises NotImplementedError"
+            f" ({mine[0] if mine else where}).",
+            "Write your code in its place (the TODO lines say what it does, and the messages the tests expect).",
+        ]
+        other = failure["exercise"]
+        if other != number:  # the test stopped at another stub before it reached this one
+            about = EXERCISES.get(other, {"slug": "?", "title": "?"})
+            lines.append(
+                f"Its test {failure['name']} also runs exercise {other} · {about['slug']}, whose stub is still in "
+                f"place{f' at {where}' if where else ''}: write that one too (ink-py exercise check {other}"
+                f"{dir_argument(folder)})."
+            )
+        lines.append(f"{reread} · stuck? ink-py exercise hint {number}{dir_argument(folder)}")
+        return "\n".join(lines)
+    if failure["kind"] == "stub":  # this exercise is written; another one's stub is in the way
         other = failure["exercise"]
         about = EXERCISES.get(other, {"slug": "?", "title": "?"})
         return "\n".join(
@@ -722,19 +811,38 @@ def describe_failure(number: int, report: dict[str, Any], folder: Path) -> str:
             ]
         )
 
+    # Where did it break? In another exercise's region that the student wrote: that exercise is to blame.
+    blamed = failure.get("region")
+    started = load_state(folder).get("started", [])
+    elsewhere = blamed is not None and blamed != number and blamed in EXERCISES and blamed in started
     fed, expected, got = plain_words(failure)
-    debug = f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} {shlex.quote(failure['nodeid'])} --pdb"
-    lines = [
-        f"exercise {number} · {exercise['slug']} — not yet: {progress(report['passed'])}",
-        "",
-        f"  test      {failure['name']}   ({failure['file']}:{failure['line']})",
-    ]
+    debug = (
+        f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} "
+        f"{shlex.quote(str(SOURCE_ROOT / failure['nodeid']))} --pdb"
+    )
+    headline = f"exercise {number} · {exercise['slug']} — not yet: {progress(report['passed'])}"
+    if elsewhere:
+        other = EXERCISES[blamed]
+        headline = (
+            f"exercise {number} · {exercise['slug']} — not yet: {progress(report['passed'])[:-1]}, "
+            f"in exercise {blamed} · {other['slug']}'s code (yours), not exercise {number}'s."
+        )
+    lines = [headline, "", f"  test      {failure['name']}   ({failure['file']}:{failure['line']})"]
     if failure.get("doc"):
         lines.append(f"  about     {failure['doc']}")
     lines += labelled("fed", fed) + labelled("expected", expected) + labelled("got", got)
-    if where and failure["kind"] == "error":
+    if where and failure["kind"] in ("error", "did_not_raise"):
         lines.append(f"  where     {where}")
-    lines += ["", f"{reread}, then run the check again.", f"debug it (from {SOURCE_ROOT}):  {debug}"]
+    if elsewhere:
+        other = EXERCISES[blamed]
+        lines += [
+            "",
+            f"fix exercise {blamed} first: re-read walkthrough.md {other['section']}, then "
+            f"ink-py exercise check {blamed}{dir_argument(folder)}",
+        ]
+    else:
+        lines += ["", f"{reread}, then run the check again."]
+    lines.append(f"debug it:  {debug}")
     return "\n".join(lines)
 
 
@@ -766,9 +874,14 @@ def plain_words(failure: dict[str, Any]) -> tuple[str, str, str]:
     if not fed:
         fed = f"what the test builds — see {failure['file']}:{failure['line']}"
 
-    kind = failure["kind"]
+    kind, raises = failure["kind"], failure.get("raises")
+    if kind == "explained":  # the test said it in words: "expected: …" and "got: …"
+        text = failure["message"]
+        said = re.search(r"^expected: (.*?)\n(?:.*\n)*?got: (.*)$", text, re.MULTILINE | re.DOTALL)
+        if said:
+            return fed, said[1].strip(), said[2].strip().split("\nassert ")[0]
     if kind == "assert" and compare:
-        op, left, right = compare["op"], compare["left"], compare["right"]
+        op, left, right = compare["op"], value_words(compare["left"]), value_words(compare["right"])
         if op in ("in", "not in"):
             return fed, f"{left} {'' if op == 'in' else 'not '}to be in it", right
         if op == "!=":
@@ -779,9 +892,22 @@ def plain_words(failure: dict[str, Any]) -> tuple[str, str, str]:
         got = "\n".join([first.removeprefix("assert "), *[w.strip() for w in where if " at 0x" not in w][:3]])
         return fed, failure.get("test_line", "").removeprefix("assert "), got
     if kind == "did_not_raise":
-        return fed, f"an error: {failure['message'].removeprefix('DID NOT RAISE').strip()}", "no error"
+        raised = raises or failure["message"].removeprefix("DID NOT RAISE").strip()
+        call = f" from  {failure['test_line']}" if failure.get("test_line") else ""
+        return fed, f"{raised} to propagate{call}", "no error: it never reached the caller (swallowed, or never raised)"
+    if raises:  # another error than the one the test waits for
+        return (
+            fed,
+            f"{raises} to propagate from  {failure.get('test_line', '')}".rstrip(),
+            f"a different error — {failure['message']}",
+        )
     expected = f"no error from  {failure['test_line']}" if failure.get("test_line") else "no error"
     return fed, expected, f"an error — {failure['message']}"
+
+
+def value_words(value: str) -> str:
+    """A reported value as the student should read it: a bare ``None`` says what it means."""
+    return "None (nothing: no value came back)" if value == "None" else value
 
 
 # ── hints ───────────────────────────────────────────────────────────────────────────────
