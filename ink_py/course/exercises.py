@@ -69,6 +69,7 @@ SOURCE_ROOT = PACKAGE_DIR.parent  # a source checkout: tests/ lives here
 DEFAULT_DIR = "my_ink"
 STATE_FILE = ".exercises.json"
 MADE_BY = "ink-py exercise start"
+REPORT_JSON, REPORT_XML = "exercise-report.json", "exercise-report.xml"  # what `report` writes by default
 REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the plugin is idle without it)
 
 
@@ -602,8 +603,16 @@ def start(number: int, folder: Path) -> str:
             f"read first:  walkthrough.md {exercise['section']}",
             f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
             f"stuck?       ink-py exercise hint {number}{dir_argument(folder)}",
+            f"watch it:    {demo_command(folder)}   (the §3 demo, over your own code)",
         ]
     )
+
+
+def demo_command(folder: Path) -> str:
+    """``python -m my_ink demo``: the copy runs its own demo — from the folder it lies in."""
+    parent = folder.resolve().parent
+    where = "" if parent == Path.cwd().resolve() else f"cd {shlex.quote(shown(parent))} && "
+    return f"{where}python -m {folder.name} demo"
 
 
 def group_by_file(regions: list[tuple[str, Region]]) -> dict[str, list[Region]]:
@@ -700,18 +709,106 @@ def check(number: int, folder: Path) -> tuple[bool, str]:
     report = run_tests(folder, number)
     exercise = EXERCISES[number]
     green = report["exitstatus"] == 0
-    checks = state.setdefault("checks", {})
-    checks[str(number)] = "green" if green else "red"
+    key = str(number)
+    state.setdefault("checks", {})[key] = "green" if green else "red"
+    attempts = state.setdefault("attempts", {})
+    attempts[key] = int(attempts.get(key, 0)) + 1
+    state.setdefault("tests", {})[key] = {"passed": report["passed"], "selected": len(report["selected"])}
+    if green:
+        state.setdefault("first_green", {}).setdefault(key, now())
     save_state(folder, state)
     if green:
         passed = report["passed"]
         return True, "\n".join(
             [
                 f"exercise {number} · {exercise['slug']} — all {passed} tests pass. Well done!",
+                f"see your code at work: {demo_command(folder)} · beside the reference: "
+                f"ink-py exercise diff {number}{dir_argument(folder)}",
                 next_step(state, folder, after=number),
             ]
         )
     return False, describe_failure(number, report, folder)
+
+
+def now() -> str:
+    """The time, as the progress file and the report keep it: UTC, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_all(folder: Path) -> tuple[bool, str]:
+    """``check --all``: every started exercise checked, then a table; green when all of them are."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)} — start with: ink-py exercise start 1")
+    started = load_state(folder).get("started", [])
+    if not started:
+        raise ExerciseError(f"no exercise is started in {shown(folder)} — run: ink-py exercise start 1")
+    for number in started:
+        if available(number):
+            check(number, folder)
+    state = load_state(folder)
+    rows = [
+        ("exercise", "state", "tests passed", "hints used"),
+        *[
+            (
+                f"{number} {exercise['slug']}",
+                exercise_state(number, state),
+                tests_passed(number, state),
+                f"{state.get('hints', {}).get(str(number), 0)}/{len(exercise['hints'])}",
+            )
+            for number, exercise in EXERCISES.items()
+        ],
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
+    return green, "\n".join([f"Course exercises in {shown(folder)}", "", *table, "", next_step(state, folder)])
+
+
+def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
+    """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit."""
+    from .exercise_report import Row, junit_xml, report_json
+
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)} — nothing to report")
+    state = load_state(folder)
+    rows: list[Row] = []
+    for number, exercise in EXERCISES.items():
+        key = str(number)
+        row: Row = {
+            "number": number, "slug": exercise["slug"], "title": exercise["title"], "section": exercise["section"],
+            "state": exercise_state(number, state), "tests_passed": 0, "tests_selected": 0,
+            "attempts": int(state.get("attempts", {}).get(key, 0)),
+            "hints_used": int(state.get("hints", {}).get(key, 0)), "hints_total": len(exercise["hints"]),
+            "first_green": state.get("first_green", {}).get(key), "summary": "",
+        }  # fmt: skip
+        if number in state.get("started", []) and available(number):
+            report = run_tests(folder, number)
+            green = report["exitstatus"] == 0
+            row.update(state="green" if green else "red", tests_passed=report["passed"])
+            row["tests_selected"] = len(report["selected"])
+            if not green:
+                row["summary"] = describe_failure(number, report, folder).split("\n")[0]
+        rows.append(row)
+    write_file(json_path, report_json(folder.name, now(), rows) + "\n")
+    write_file(xml_path, junit_xml(folder.name, rows) + "\n")
+    green = sum(row["state"] == "green" for row in rows)
+    return f"{green} of {len(rows)} exercises green · wrote {json_path} and {xml_path} (JUnit)"
+
+
+def exercise_state(number: int, state: dict[str, Any]) -> str:
+    """green / red / not started / not available — as the table and the report say it."""
+    if not available(number):
+        return "not available"
+    if number not in state.get("started", []):
+        return "not started"
+    return state.get("checks", {}).get(str(number), "not checked")
+
+
+def tests_passed(number: int, state: dict[str, Any]) -> str:
+    tests = state.get("tests", {}).get(str(number))
+    return f"{tests['passed']}/{tests['selected']}" if tests else "-"
 
 
 def marked_test_files(number: int) -> list[str]:
@@ -910,6 +1007,111 @@ def value_words(value: str) -> str:
     return "None (nothing: no value came back)" if value == "None" else value
 
 
+# ── reset and diff ──────────────────────────────────────────────────────────────────
+
+
+def reset(number: int, folder: Path, yes: bool = False) -> str:
+    """Put exercise ``number``'s stub back in the copy, after confirmation; every other line stays."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)}")
+    state = load_state(folder)
+    exercise = EXERCISES[number]
+    if number not in state.get("started", []):
+        raise ExerciseError(f"exercise {number} is not started in {shown(folder)}: nothing to reset")
+    new_texts: dict[Path, str] = {}
+    kept: list[str] = []  # the student's code, saved before it is replaced
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        target = folder / relative
+        text = target.read_text(encoding="utf-8")
+        mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
+        if len(mine) != len(regions):
+            raise ExerciseError(
+                f"{shown(folder)}/{relative}: exercise {number}'s code cannot be found (markers changed, or the "
+                "file does not parse); nothing was changed"
+            )
+        for region, ours in reversed(list(zip(regions, mine, strict=True))):
+            kept.append(f"# {relative}:{ours['start'] + 1}\n" + "\n".join(body_of(text, ours)))
+            text = replace_body(text, ours, stub_body(reference, region))
+        compile(text, str(target), "exec")
+        new_texts[target] = text
+    if not yes:
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise ExerciseError("reset asks before it throws your code away: run it in a terminal, or add --yes")
+        print(
+            f"reset exercise {number} · {exercise['slug']} in {shown(folder)} to its stub? Your code in its "
+            f"{len(kept)} region(s) is replaced (a copy is kept in {shown(folder)}/.reset/). [y/N] ",
+            end="",
+            flush=True,
+        )
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return "nothing changed."
+    backup = folder / ".reset" / f"exercise-{number}-{now().replace(':', '')}.py"
+    backup.parent.mkdir(exist_ok=True)
+    write_file(backup, "\n\n".join(reversed(kept)) + "\n")
+    for target, text in new_texts.items():
+        write_file(target, text)
+    state.get("checks", {}).pop(str(number), None)
+    save_state(folder, state)
+    return "\n".join(
+        [
+            f"exercise {number} · {exercise['slug']} is back to its stub in {shown(folder)}; "
+            "every other exercise's code is as you left it.",
+            f"your code was: {shown(backup)}",
+            f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
+        ]
+    )
+
+
+def diff(number: int, folder: Path, width: int | None = None) -> str:
+    """Once exercise ``number`` is green: the student's code beside the reference's, region by region."""
+    import difflib
+
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)}")
+    state = load_state(folder)
+    if state.get("checks", {}).get(str(number)) != "green":
+        raise ExerciseError(
+            f"exercise {number} is not green yet: the reference is shown once your own code passes — "
+            f"ink-py exercise check {number}{dir_argument(folder)}"
+        )
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    half = max(30, (width - 3) // 2)
+    out = [f"exercise {number} · {EXERCISES[number]['slug']}: yours (left) · the reference (right)"]
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        text = (folder / relative).read_text(encoding="utf-8")
+        mine = [r for r in find_regions(text) if r["number"] == number]
+        for region, ours in zip(regions, mine, strict=False):
+            left, right = body_of(text, ours), body_of(reference, region)
+            out += ["", f"{shown(folder)}/{relative}:{ours['start'] + 2}  ·  ink_py/{relative}:{region['start'] + 2}"]
+            if left == right:
+                out.append("  (the same as the reference, line for line)")
+                continue
+            for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
+                mark = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}[tag]
+                for i in range(max(a2 - a1, b2 - b1)):
+                    mine_line = left[a1 + i] if a1 + i < a2 else ""
+                    their_line = right[b1 + i] if b1 + i < b2 else ""
+                    out.append(f"{fit(mine_line, half)} {mark} {fit(their_line, half)}".rstrip())
+    return "\n".join(out)
+
+
+def fit(line: str, width: int) -> str:
+    """``line`` padded or cut to ``width`` terminal columns."""
+    line = line.replace("\t", "    ")
+    while columns(line) > width:
+        line = line[: -2 if columns(line) - width > 1 else -1]
+        if columns(line) <= width - 1:
+            line += "…"
+            break
+    return line + " " * (width - columns(line))
+
+
+def columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
 # ── hints ───────────────────────────────────────────────────────────────────────────────
 
 
@@ -936,13 +1138,23 @@ def hint(number: int, folder: Path) -> str:
 
 USAGE = """usage: ink-py exercise <command> [NAME] [DIR]
 
-  list  [DIR]          the exercises and how far you are
-  start NAME [DIR]     copy ink_py to DIR (default ./my_ink) with exercise NAME cut out
-  check NAME [DIR]     run exercise NAME's tests on DIR and explain the first failure
-  hint  NAME [DIR]     one more hint
+  list  [DIR]            the exercises and how far you are
+  start NAME [DIR]       copy ink_py to DIR (default ./my_ink) with exercise NAME cut out
+  check NAME [DIR]       run exercise NAME's tests on DIR and explain the first failure
+  check --all [DIR]      check every started exercise; a table of where each stands
+  hint  NAME [DIR]       one more hint
+  reset NAME [DIR]       put exercise NAME's stub back (asks first; --yes for scripts)
+  diff  NAME [DIR]       once NAME is green: your code beside the reference
+  report [DIR]           what a teacher collects: exercise-report.json and exercise-report.xml
+                         (JUnit) in the current folder, or --json PATH / --junit PATH
 
 NAME is a number or a slug (1 or parse-frame). DIR can also be given as --dir DIR.
-The same tests, straight: python -m pytest --impl my_ink -m ex1"""
+The same tests, straight:      python -m pytest --impl my_ink -m ex1
+The §3 demo over your copy:    python -m my_ink demo"""
+
+COMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report")
+FLAGS = {"--yes": "reset", "--all": "check"}  # flag → the command it belongs to
+VALUED = {"--dir": None, "--json": "report", "--junit": "report"}  # options with a value
 
 
 def exercise_number(name: str) -> int:
@@ -961,54 +1173,70 @@ def exercise_number(name: str) -> int:
     raise ExerciseError(f"no exercise {name!r}; the exercises are: {slugs}")
 
 
-def parse_arguments(argv: list[str]) -> tuple[str, list[str], Path]:
-    """(command, its positional words, the folder) — ``--dir DIR`` or a trailing DIR."""
+def parse_arguments(argv: list[str]) -> tuple[str, list[str], Path, dict[str, Any]]:
+    """(command, its positional words, the folder, its options) — ``--dir DIR`` or a trailing DIR."""
     words: list[str] = []
-    folder: str | None = None
+    options: dict[str, Any] = {}
     rest = list(argv)
     while rest:
         word = rest.pop(0)
-        if word == "--dir" or word.startswith("--dir="):
-            if folder is not None:
-                raise ExerciseError("give the folder once")
-            folder = word.partition("=")[2] if "=" in word else (rest.pop(0) if rest else "")
-            if not folder:
-                raise ExerciseError("--dir needs a folder")
+        name = word.partition("=")[0]
+        if name in VALUED:
+            if name in options:
+                raise ExerciseError("give the folder once" if name == "--dir" else f"give {name} once")
+            options[name] = word.partition("=")[2] if "=" in word else (rest.pop(0) if rest else "")
+            if not options[name]:
+                raise ExerciseError(f"{name} needs a {'folder' if name == '--dir' else 'file'}")
+        elif word in FLAGS:
+            options[word] = True
         elif word.startswith("-") and word != "-":
             raise ExerciseError(f"unknown option {word}")
         else:
             words.append(word)
     if not words:
-        raise ExerciseError("which command? list, start, check or hint")
+        raise ExerciseError(f"which command? {', '.join(COMMANDS)}")
     command, *positional = words
-    takes_name = command in ("start", "check", "hint")
+    for option in options:
+        belongs = {**FLAGS, **VALUED}[option]
+        if belongs is not None and belongs != command:
+            raise ExerciseError(f"{option} goes with {belongs}, not {command}")
+    takes_name = command in ("start", "check", "hint", "reset", "diff") and not options.get("--all")
     if takes_name and not positional:
         raise ExerciseError(f"which exercise? e.g. ink-py exercise {command} 1")
     limit = 2 if takes_name else 1
     if len(positional) > limit:
         raise ExerciseError(f"too many arguments for {command}: {' '.join(positional[limit:])}")
+    folder = options.pop("--dir", None)
     if len(positional) == limit:
         if folder is not None:
             raise ExerciseError("give the folder once")
         folder = positional.pop()
-    return command, positional, Path(folder or DEFAULT_DIR)
+    return command, positional, Path(folder or DEFAULT_DIR), options
 
 
 def main(argv: list[str] | None = None) -> int:
     """``ink-py exercise …``: 0 done (or green), 1 a usage mistake (or red)."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] == "help" or "-h" in argv or "--help" in argv:  # --help after any command too
-        print(USAGE)
-        return 0
     try:
-        command, positional, folder = parse_arguments(argv)
-        if command not in ("list", "start", "check", "hint"):
-            raise ExerciseError(f"unknown command {command!r}; use list, start, check or hint")
+        if not argv or argv[0] == "help" or "-h" in argv or "--help" in argv:  # --help after any command too
+            print(USAGE)
+            return 0
+        command, positional, folder, options = parse_arguments(argv)
+        if command not in COMMANDS:
+            raise ExerciseError(f"unknown command {command!r}; use {', '.join(COMMANDS)}")
         if command == "list":
             print(list_exercises(folder))
             return 0
+        if command == "report":
+            json_path, xml_path = Path(options.get("--json", REPORT_JSON)), Path(options.get("--junit", REPORT_XML))
+            print(write_report(folder, json_path, xml_path))
+            return 0
+        if command == "check" and options.get("--all"):
+            green, words = check_all(folder)
+            print(words)
+            return 0 if green else 1
         number = exercise_number(positional[0])
-        if command in ("start", "check") and not available(number):
+        if command in ("start", "check", "reset", "diff") and not available(number):
             raise ExerciseError(f"exercise {number} is not available yet: the source has no markers for it")
         if command == "start":
             print(start(number, folder))
@@ -1016,11 +1244,23 @@ def main(argv: list[str] | None = None) -> int:
         if command == "hint":
             print(hint(number, folder))
             return 0
+        if command == "reset":
+            print(reset(number, folder, yes=bool(options.get("--yes"))))
+            return 0
+        if command == "diff":
+            print(diff(number, folder))
+            return 0
         green, words = check(number, folder)
         print(words)
         return 0 if green else 1
     except ExerciseError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `ink-py exercise diff 1 | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
         return 1
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
