@@ -11,6 +11,7 @@ import io
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -450,3 +451,85 @@ class Dap:
     def close(self):
         self.reader.close()
         self.sock.close()
+
+
+# ── one step, one screen (issue 13) ─────────────────────────────────────────────────
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+PANELS = ("本次收到", "接入层暂存", "交给 Agent 循环", "执行的代码")
+
+
+def every_step():
+    for name, scenario in SCENARIOS.items():
+        frames = demo.split_frames(fixture_path(scenario["fixture"]).read_bytes())
+        steps = demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None)
+        for number in range(1, len(steps) + 1):
+            yield name, number, steps
+
+
+@pytest.mark.parametrize("columns, rows", [(80, 24), (140, 45)])
+def test_every_step_of_every_scenario_fits_the_terminal_panels_first(columns, rows):
+    for name, number, steps in every_step():
+        step = steps[number - 1]
+        full = demo.render_step(step, number, len(steps), demo.Style(False, columns)).split("\n")
+        shown = demo.render_step(
+            step, number, len(steps), demo.Style(True, columns), height=rows - 2, previous=steps[number - 2]
+        )
+        lines = [ANSI.sub("", line) for line in shown.split("\n")]
+        where = f"{name} step {number} at {columns}×{rows}"
+        assert len(lines) <= rows - 2, where  # the label above, the prompt below
+        assert max(demo.display_width(line) for line in lines) <= columns, where
+        assert all(any(line.startswith(panel) for line in lines) for panel in PANELS), where
+        assert lines[0] == full[0]  # the step's title, whole
+        heading = lines.index(next(line for line in lines if line.startswith("交给 Agent 循环")))
+        first = full[full.index(lines[heading]) + 1]  # what reached the loop: its first line, at most cut short
+        assert first.startswith(lines[heading + 1].removesuffix("…")), where
+        ran = [line for line in lines if line.startswith("▶")]
+        assert ran or not any(line.startswith("▶") for line in full), where
+        assert all(line in full or line.endswith("…") for line in ran), where  # real lines, at most cut short
+        if len(full) <= rows - 2:
+            assert len(lines) == len(full), f"{where}: cut although it fits"
+
+
+def test_on_a_terminal_each_step_is_one_cleared_screen_and_a_pipe_gets_them_whole():
+    ours, theirs = pty.openpty()
+    argv, env = command("readme")
+    env.update(COLUMNS="80", LINES="24")
+    process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=theirs, stderr=theirs)
+    os.close(theirs)
+    seen = b""
+    try:
+        for _ in range(5):
+            seen += read_pty_until(ours, b"[Enter")
+            os.write(ours, b"\n")
+        seen += read_pty_until(ours, "步骤 6 / 6".encode())
+        assert process.wait(timeout=60) == 0
+        seen += read_pty_until(ours, b"\x00", limit=1.0)  # whatever is left
+    finally:
+        process.kill()
+        os.close(ours)
+    screens = seen.decode("utf-8", "replace").split(demo.CLEAR)[1:]
+    assert len(screens) == 6
+    for number, screen in enumerate(screens, 1):
+        text = ANSI.sub("", screen.replace("\r\n", "\n")).split("[Enter")[0].rstrip("\n")
+        assert f"步骤 {number} / 6" in text and len(text.split("\n")) <= 23  # and the prompt's row
+        assert max(demo.display_width(line) for line in text.split("\n")) <= 80
+
+    done = subprocess.run(command("readme")[0], env=env, capture_output=True, text=True, timeout=60)
+    assert demo.CLEAR not in done.stdout and done.stdout.count("━━ 步骤") == 6  # a pipe: every step, whole
+    assert "还有" not in done.stdout
+
+
+def read_pty_until(fd, marker, limit=30.0):
+    seen, deadline = b"", time.monotonic() + limit
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            seen += data
+    return seen

@@ -344,18 +344,106 @@ class Style:
         return self._wrap("1;7", text)  # reverse video: the article's highlight band
 
 
-def render_step(step: Step, number: int, total: int, style: Style, context: int = 0) -> str:
-    """Everything step ``number`` shows, as lines of text."""
-    out = [style.bold(f"━━ 步骤 {number} / {total}  {step['title']}")]
-    out += ["", style.bold("本次收到"), *indent(received_text(step))]
-    out += ["", style.bold("接入层暂存") + style.dim("(assemble_stream 的局部变量)"), *indent(state_text(step))]
+def render_step(
+    step: Step,
+    number: int,
+    total: int,
+    style: Style,
+    context: int = 0,
+    height: int | None = None,
+    previous: Step | None = None,
+) -> str:
+    """Everything step ``number`` shows, as lines of text; with ``height``, cut to fit that many rows
+    (then the code that ran in this step and not in ``previous`` comes first)."""
+    title = style.bold(f"━━ 步骤 {number} / {total}  {step['title']}")
+    blocks = panel_blocks(step, style)
+    code = code_text(step["lines"], style, context)
+    heading = style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")
+    if height is None:
+        panels = [line for name, lines in blocks for line in ("", name, *lines)]
+        return "\n".join([title, *panels, "", heading, *code])
+    before = previous["lines"] if previous is not None else {}
+    return "\n".join(fit_screen(title, blocks, heading, code, height, style, step["lines"], before))
+
+
+def panel_blocks(step: Step, style: Style) -> list[tuple[str, list[str]]]:
+    """The article's panels, (heading, lines): what arrived, what the access layer holds, what went on."""
+    blocks = [
+        (style.bold("本次收到"), indent(received_text(step))),
+        (style.bold("接入层暂存") + style.dim("(assemble_stream 的局部变量)"), indent(state_text(step))),
+    ]
     shown = [e for e in step["emitted"] if e["type"] != "message_end"]
     if shown:
-        out += ["", style.bold("交给显示层"), *indent([event_line(e) for e in shown])]
-    out += ["", style.bold("交给 Agent 循环"), *indent(loop_text(step))]
-    out += ["", style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")]
-    out += code_text(step["lines"], style, context)
-    return "\n".join(out)
+        blocks.append((style.bold("交给显示层"), indent([event_line(e) for e in shown])))
+    blocks.append((style.bold("交给 Agent 循环"), indent(loop_text(step))))
+    return blocks
+
+
+def fit_screen(
+    title: str,
+    blocks: list[tuple[str, list[str]]],
+    heading: str,
+    code: list[str],
+    height: int,
+    style: Style,
+    ran: dict[str, list[int]],
+    before: dict[str, list[int]],
+) -> list[str]:
+    """One screen of ``height`` rows: the panels first, each with its heading and first lines; the
+    code gets the rows left (at least a few), the lines that ran before their comments and context.
+
+    Every line is cut to the terminal's width: a wrapped line would take two rows.
+    """
+    code_rows = min(len(code), max(3, height // 4))  # the code window's least share
+    room = height - 1 - 1 - code_rows  # the title, the code's heading
+    needs = [1 + len(lines) for _, lines in blocks]  # heading + lines
+    spaced = sum(needs) + len(blocks) + 1 <= room  # blank lines between panels, if they fit
+    room -= len(blocks) + 1 if spaced else 0
+    # Each panel gets its heading and one line; what is left goes to the panels in order of need:
+    # what reached the loop, then the access layer's state, then what arrived, then the display.
+    given = [min(need, 3) for need in needs]
+    order = sorted(range(len(blocks)), key=lambda i: (i != len(blocks) - 1, i != 1, i))
+    while sum(given) < room and any(given[i] < needs[i] for i in order):
+        for i in order:  # one row at a time, round the panels: a long one never starves the rest
+            if given[i] < needs[i] and sum(given) < room:
+                given[i] += 1
+    out = [cut(title, style.width)]
+    for (name, lines), rows in zip(blocks, given, strict=True):
+        shown = lines[: rows - 1]
+        if len(shown) < len(lines):
+            shown = [*shown[:-1], style.dim(f"  …(还有 {len(lines) - len(shown) + 1} 行)")]
+        out += ([""] if spaced else []) + [cut(name, style.width), *[cut(line, style.width) for line in shown]]
+    out += [""] if spaced else []
+    budget = max(1, height - len(out) - 1)
+    if len(code) > budget:
+        code = compact_code(ran, before, style, budget)
+    return [*out, cut(heading, style.width), *code]
+
+
+def compact_code(ran: dict[str, list[int]], before: dict[str, list[int]], style: Style, budget: int) -> list[str]:
+    """At most ``budget`` rows of the code that ran: first the lines the previous step did not run
+    (the loop's head runs every step; what this event caused is the news), then the others."""
+    functions = {f.__name__: f for f in TRACED}
+    fresh = [(name, n) for name, numbers in ran.items() for n in numbers if n not in set(before.get(name, []))]
+    rest = [(name, n) for name, numbers in ran.items() for n in numbers if n in set(before.get(name, []))]
+    chosen: set[tuple[str, int]] = set()
+    for item in fresh + rest:
+        rows = len(chosen) + 1 + len({name for name, _ in chosen | {item}}) + 1  # + labels + the "more" line
+        if rows > budget:
+            break
+        chosen.add(item)
+    out: list[str] = []
+    for name, numbers in ran.items():
+        mine = {n for n in numbers if (name, n) in chosen}
+        if not mine:
+            continue
+        source, first = inspect.getsourcelines(functions[name])
+        out.append(style.dim(f"  {source_label(functions[name])} · {name}()"))
+        out += [numbered(source, first, n, mine, style) for n in sorted(mine)]
+    hidden = sum(len(numbers) for numbers in ran.values()) - len(chosen)
+    if hidden:
+        out.append(style.dim(f"  …(另有 {hidden} 行也执行了;终端再高一些就能看到)"))
+    return out
 
 
 def indent(lines: list[str], by: str = "  ") -> list[str]:
@@ -623,21 +711,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
-    """Print the steps, waiting for Enter between them when a person is at the terminal."""
+    """Print the steps, waiting for Enter between them when a person is at the terminal.
+
+    On a terminal each step is one screen: cleared first, then the panels, then as much
+    of the code as fits. Anything else (a pipe, a file, ``--no-pause``) gets every step
+    in full, one after another.
+    """
     pause = not args.no_pause and sys.stdin is not None and sys.stdin.isatty()
+    screen = pause and sys.stdout.isatty()
     color = wants_colour(sys.stdout)
-    style = Style(color, shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
-    print(style.bold(f"ink-py demo · {label}"))
-    print("每一步把一条 SSE 事件交给真实的 assemble_stream,在它读下一条之前停下,看它的局部变量。")
+    size = shutil.get_terminal_size()
+    style = Style(color, size.columns if sys.stdout.isatty() else None)
+    intro = [
+        style.bold(f"ink-py demo · {label}"),
+        "每一步把一条 SSE 事件交给真实的 assemble_stream,在它读下一条之前停下,看它的局部变量。",
+    ]
+    if not screen:
+        print("\n".join(intro))
     for number, step in enumerate(steps, 1):
-        print()
-        print(render_step(step, number, len(steps), style, args.context), flush=True)
+        if screen:
+            print(CLEAR + cut(intro[0], style.width))  # the label stays on top of every screen
+            previous = steps[number - 2] if number > 1 else None
+            shown = render_step(step, number, len(steps), style, args.context, size.lines - 2, previous)
+            print(shown, flush=True)
+        else:
+            print()
+            print(render_step(step, number, len(steps), style, args.context), flush=True)
         if pause and number < len(steps):
             print(style.dim("[Enter 下一步 · q 退出] "), end="", file=sys.stderr, flush=True)
             answer = sys.stdin.readline()
             if answer == "" or answer.strip().lower() in ("q", "quit"):
                 return EXIT_COMPLETED
     return EXIT_COMPLETED
+
+
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen
 
 
 def shown_path(path: Path) -> str:
