@@ -533,3 +533,14 @@ def read_pty_until(fd, marker, limit=30.0):
                 break
             seen += data
     return seen
+
+
+def test_a_recording_cannot_move_the_terminals_cursor_or_colour_it(tmp_path):
+    from .helpers import text_reply
+
+    recording = tmp_path / "001-response.sse"
+    recording.write_bytes(text_reply("红\x1b[2J\x1b[31m\r走开\x07"))
+    done = subprocess.run(command("--file", str(recording), "--no-pause")[0], capture_output=True, text=True)
+    assert done.returncode == 0 and "红" in done.stdout
+    assert not any(char in done.stdout for char in "\x1b\r\x07")
+    assert "\\x1b[2J" in done.stdout

@@ -64,7 +64,7 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any, TypedDict
 
-from ..arguments import CliParser
+from ..arguments import CliParser, port_number
 from ..core.abort import AbortController
 from ..provider import openai_completions, shared
 from ..provider.shared import DONE
@@ -511,7 +511,7 @@ def loop_text(step: Step) -> list[str]:
     if step["outcome"] == "aborted":
         return ["不产出 message_end(已中断):abort_safe 把读取失败当作取消,回复不交给循环,循环随之停止。"]
     if step["outcome"] == "error":
-        return [f"{step['error']}", "不产出 message_end;错误向上交给调用方,这条回复不写入 history。"]
+        return [visible(f"{step['error']}"), "不产出 message_end;错误向上交给调用方,这条回复不写入 history。"]
     if step["outcome"] == "ended":
         return ["流结束了,却没有产出 message_end。"]
     message = next(e["message"] for e in step["emitted"] if e["type"] == "message_end")
@@ -528,7 +528,20 @@ def loop_text(step: Step) -> list[str]:
 
 def event_line(event: dict[str, Any]) -> str:
     details = {k: v for k, v in event.items() if k != "type"}
-    return f"{event['type']:<16} " + "  ".join(f"{k}={v}" for k, v in details.items())
+    return f"{event['type']:<16} " + "  ".join(f"{k}={visible(str(v))}" for k, v in details.items())
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (ESC, CR, newlines …) written as escapes: a recording's bytes
+    are untrusted, and must not move a terminal's cursor or colour it.
+
+    >>> print(visible("红" + chr(27) + "[31m" + chr(10)))
+    红\\x1b[31m\\n
+    """
+    return "".join(
+        char if not unicodedata.category(char).startswith("C") or char == "\u200d" else repr(char)[1:-1]
+        for char in text
+    )
 
 
 def fragments(parts: list[str], keep: int = 4) -> str:
@@ -543,7 +556,7 @@ def fragments(parts: list[str], keep: int = 4) -> str:
 
 
 def clip(text: str, limit: int = 240) -> str:
-    return text if len(text) <= limit else "…" + text[-limit:]
+    return visible(text if len(text) <= limit else "…" + text[-limit:])
 
 
 def pretty_json(value: Any, width: int = 76) -> str:
@@ -642,6 +655,51 @@ def cut(line: str, width: int | None) -> str:
     return line + "…"
 
 
+# ── the page: the same steps as JSON for ``--web`` (served by demo_web.py) ────────────
+
+
+def step_view(step: Step) -> dict[str, Any]:
+    """What the page shows for one step: the panels as lines of text, the lines that ran."""
+    return {
+        "title": step["title"],
+        "received": received_text(step),
+        "state": state_text(step),
+        "display": [event_line(e) for e in step["emitted"] if e["type"] != "message_end"],
+        "loop": loop_text(step),
+        "outcome": step["outcome"],
+        "lines": step["lines"],
+    }
+
+
+def code_view() -> dict[str, Any]:
+    """Each traced function's real source: its file, first line number, lines (markers blanked)."""
+    code = {}
+    for function in TRACED:
+        source, first = inspect.getsourcelines(function)
+        lines = [line.rstrip("\n") for line in source]
+        code[function.__name__] = {
+            "file": source_label(function),
+            "first": first,
+            "lines": lines,
+            "hidden": [first + i for i, line in enumerate(lines) if is_marker(line)],  # course scaffolding
+        }
+    return code
+
+
+def web_pages(recordings: list[tuple[str, str, bytes, int | None]]) -> dict[str, dict[str, Any]]:
+    """name → {label, steps} for each (name, label, body, abort_after): what ``--web`` serves.
+
+    >>> page = web_pages([("readme", "读取 README", fixture_path("article/readme.sse").read_bytes(), None)])
+    >>> [step["title"] for step in page["readme"]["steps"]][:2]
+    ['等待第一条事件', '保存文本,先交给显示层']
+    """
+    pages = {}
+    for name, label, body, abort_after in recordings:
+        steps = record_steps(split_frames(body), abort_after)
+        pages[name] = {"label": label, "steps": [step_view(step) for step in steps]}
+    return pages
+
+
 # ── the command ──────────────────────────────────────────────────────────────────────
 
 
@@ -653,7 +711,14 @@ def build_parser() -> CliParser:
     )
     parser.add_argument("scenario", nargs="?", help="a scenario from --list (default: readme)")
     parser.add_argument("--list", action="store_true", help="print the scenario names, one per line, and exit")
-    parser.add_argument("--file", metavar="PATH", help="step through a recorded body, e.g. DIR/001-response.sse")
+    parser.add_argument(
+        "--file",
+        metavar="PATH",
+        action="append",
+        help="step through a recorded body, e.g. DIR/001-response.sse (with --web: as often as you like)",
+    )
+    parser.add_argument("--web", action="store_true", help="serve the step-through as a page on 127.0.0.1")
+    parser.add_argument("--port", type=port_number, default=8770, help="--web: the port (default 8770; 0: any)")
     parser.add_argument("--no-pause", action="store_true", help="print every step without waiting for Enter")
     parser.add_argument(
         "--context", type=int, default=0, metavar="N", help="extra source lines around each executed line (default 0)"
@@ -679,16 +744,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(list_scenarios()))
         return EXIT_COMPLETED
+    if args.web:
+        return web(args)
     if args.file and args.scenario:
         return fail("give a scenario or --file, not both")
+    if args.file and len(args.file) > 1:
+        return fail("one --file at a time in the terminal (the page of --web takes several)")
     if args.context < 0:
         return fail("--context must be 0 or more")
     if args.file:
         try:
-            data = Path(args.file).read_bytes()
+            data = read_recording(args.file[0])
         except OSError as err:
-            return fail(f"--file {args.file}: {err.strerror or err}")
-        label, abort_after = args.file, None
+            return fail(f"--file {args.file[0]}: {err.strerror or err}")
+        label, abort_after = args.file[0], None
     else:
         name = args.scenario or "readme"
         if name not in SCENARIOS:
@@ -708,6 +777,49 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `ink-py demo --no-pause | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush stays quiet
         return EXIT_COMPLETED
+
+
+MAX_RECORDING = 8 << 20  # bytes: a recorded body is untrusted, and every step of it is kept
+
+
+def read_recording(path: str) -> bytes:
+    with open(path, "rb") as file:
+        data = file.read(MAX_RECORDING + 1)
+    if len(data) > MAX_RECORDING:
+        raise OSError(f"larger than {MAX_RECORDING >> 20} MiB; the demo steps through one reply")
+    return data
+
+
+def web(args: argparse.Namespace) -> int:
+    """``--web``: record every scenario (and each ``--file``) now, then serve the page until Ctrl-C."""
+    from .demo_web import serve
+
+    try:
+        pages = web_recordings(args)
+    except OSError as err:
+        return fail(str(err))
+    return serve(pages, code_view(), args.port)
+
+
+def web_recordings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The page's recordings: each ``--file``, then the scenarios (the one named, if any, first)."""
+    recordings: list[tuple[str, str, bytes, int | None]] = []
+    for number, path in enumerate(args.file or [], 1):
+        try:
+            recordings.append((f"file-{number}", f"--file {path}", read_recording(path), None))
+        except OSError as err:
+            raise OSError(f"--file {path}: {err.strerror or err}") from None
+    first = args.scenario or "readme"
+    if first not in SCENARIOS:
+        raise OSError(f"unknown scenario {first!r} (choose from: {', '.join(SCENARIOS)})")
+    for name in sorted(SCENARIOS, key=lambda n: n != first):
+        scenario = SCENARIOS[name]
+        data = fixture_path(scenario["fixture"]).read_bytes()
+        abort_after = len(split_frames(data)) if name in ABORT_SCENARIOS else None
+        recordings.append((name, f"{name} · {scenario['title']}({scenario['section']})", data, abort_after))
+    if args.scenario is not None:  # the page opens on the first: the scenario named, else a --file
+        recordings.sort(key=lambda r: r[0] != first)
+    return web_pages(recordings)
 
 
 def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
