@@ -4,7 +4,10 @@
     ink-py exercise start 1              copy ink_py to ./my_ink, with parse_frame cut out
     ink-py exercise check 1              run exercise 1's tests on ./my_ink; the first failure in plain words
     ink-py exercise hint 1               one more hint each time (Chinese, like the article)
-    pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger
+    ink-py exercise check --all          every started exercise, as a table
+    ink-py exercise diff 1 / reset 1     once green: yours beside the reference / back to the stub
+    ink-py exercise report               JSON and JUnit XML for a teacher or an autograder
+    pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger (impl_option.py)
 
 The working copy is the whole package copied to ``my_ink/`` — importable as package
 ``my_ink``, and it imports only itself, because ink_py uses relative imports throughout.
