@@ -58,7 +58,7 @@ def test_to_wire_messages(ink):
         {"role": "tool", "tool_call_id": "t2", "content": "(no tool output)"},
         {
             "role": "assistant",
-            "content": None,  # only tool calls: content is null
+            "content": "",  # only tool calls: "" (llama-cpp-python's server rejects null)
             "tool_calls": [{"id": "t3", "type": "function", "function": {"name": "read", "arguments": "{}"}}],
         },
     ]

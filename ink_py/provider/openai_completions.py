@@ -67,6 +67,7 @@ from .shared import (
     interrupt_response,
     parse_sse,
     post_json_with_retry,
+    read_at_most,
     read_body,
     safe_parse_json,
     server_message,
@@ -74,6 +75,13 @@ from .shared import (
 from .types import LLMEvent, LLMRequest
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BLANK = b"\xef\xbb\xbf \t\r\n"  # a BOM and blank lines before the first event (lstrip's set of bytes)
+SSE_STARTS = (b"d", b"e", b"i", b"r", b":")  # data:, event:, id:, retry:, error:, a comment
+EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
+    '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
+)
+SNIFF_LIMIT = 4096  # at most this much blank prelude is held back before deciding
+WHOLE_REPLY_LIMIT = 16 * 1024 * 1024  # the largest non-streamed reply read into memory
 EMPTY_REPLY_TEXT = "(empty)"  # Ink's placeholder when a reply has no blocks at all
 
 
@@ -106,6 +114,8 @@ class OpenAICompletionsProvider:
         if response is None:
             return  # aborted before the reply started
         reads = read_body(response) if record is None else tee_body(read_body(response), record)
+        note = EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""
+        reads = reply_body(reads, response.headers.get("Content-Type", ""), note)  # beyond §2: not always SSE
         # An abort must wake a read blocked in this thread: the listener shuts the socket.
         wake = lambda: interrupt_response(response)  # noqa: E731
         if signal is not None:
@@ -290,6 +300,62 @@ def raise_if_server_error(sse: SseEvent) -> None:
         raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {str(data)[:200]!r}")
 
 
+# ── beyond §2: bodies that are not an event stream ───────────────────────────────────────
+
+
+def reply_body(reads: Iterable[bytes], content_type: str = "", empty_note: str = "") -> Iterator[bytes]:
+    """The reply's bytes as an event stream, whatever a 200 reply turned out to hold.
+
+    An empty body is an error that says so; one JSON ``chat.completion`` (a server that
+    ignored ``stream: true``) becomes a one-event stream; a body that is neither says
+    what arrived. Anything that looks like SSE passes through untouched.
+    """
+    reads = iter(reads)
+    head = b""
+    for data in reads:
+        head += data
+        if head.lstrip(BLANK) or len(head) > SNIFF_LIMIT:
+            break  # the first byte that is not blank decides
+    start = head.lstrip(BLANK)[:1]
+    shown = f"Content-Type: {content_type or 'none'}"
+    if start == b"" and len(head) <= SNIFF_LIMIT:
+        raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
+    if start == b"{":
+        yield whole_reply_as_sse(read_at_most(head, reads, WHOLE_REPLY_LIMIT))
+        return
+    if start and "event-stream" not in content_type and start not in SSE_STARTS:
+        raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
+    yield head
+    yield from reads
+
+
+def whole_reply_as_sse(raw: bytes) -> bytes:
+    """One non-streamed ``chat.completion`` → the SSE bytes of one chunk carrying all of it, then [DONE].
+
+    >>> whole_reply_as_sse(b'{"object":"chat.completion","choices":[{"message":'
+    ...                    b'{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}')
+    b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\\n\\ndata: [DONE]\\n\\n'
+    """
+    try:
+        reply = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        raise ProviderError(f"the server answered with a body that is neither SSE nor JSON: {raw[:120]!r}") from None
+    if isinstance(reply, dict) and reply.get("error") is not None:
+        raise ProviderError(f"the server reported an error: {server_message(reply)}")
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ProviderError(f"the server answered with JSON that is not a chat.completion: {raw[:120]!r}")
+    message = choices[0].get("message") or {}
+    keys = ("content", "reasoning_content", "reasoning", "tool_calls")  # what assemble_stream reads
+    delta = {key: message[key] for key in keys if isinstance(message, dict) and message.get(key) is not None}
+    chunk: dict[str, Any] = {
+        "choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}]
+    }
+    if reply.get("usage"):
+        chunk["usage"] = reply["usage"]
+    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\ndata: [DONE]\n\n"
+
+
 # ── the request body (part 01): to_wire_messages, build_request_body ────────────────────
 
 
@@ -303,7 +369,7 @@ def to_wire_messages(system: str, messages: list[AgentMessage]) -> list[dict[str
     ...     {"role": "toolResult", "results": [{"toolCallId": "t1", "toolName": "read",
     ...      "content": "# ink_py", "isError": False}]}])   # doctest: +NORMALIZE_WHITESPACE
     [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'},
-     {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 't1', 'type': 'function',
+     {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 't1', 'type': 'function',
       'function': {'name': 'read', 'arguments': '{"path": "README.md"}'}}]},
      {'role': 'tool', 'tool_call_id': 't1', 'content': '# ink_py'}]
     """
@@ -326,7 +392,8 @@ def to_wire_messages(system: str, messages: list[AgentMessage]) -> list[dict[str
                 for block in blocks
                 if block["type"] == "toolCall"
             ]
-            entry: dict[str, Any] = {"role": "assistant", "content": None if text == "" and tool_calls else text}
+            # beyond part 01: "" rather than null when only tools were called — llama-cpp-python rejects null
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
             if tool_calls:
                 entry["tool_calls"] = tool_calls
             wire.append(entry)
@@ -374,5 +441,16 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
             }
             for t in tools
         ]
-        body["tool_choice"] = "auto"
+        body["tool_choice"] = wire_tool_choice(request.get("toolChoice") or "auto")
     return body
+
+
+def wire_tool_choice(choice: str) -> str | dict[str, Any]:
+    """Beyond part 01 (Ink always sends "auto"): ``ink-py --tool-choice`` in the request's words.
+
+    >>> wire_tool_choice("required"), wire_tool_choice("read")
+    ('required', {'type': 'function', 'function': {'name': 'read'}})
+    """
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}  # the one form every server takes for a name

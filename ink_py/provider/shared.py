@@ -245,7 +245,8 @@ def post_json_with_retry(
     first. Any other status raises ``ProviderError("API error <status>: <message>")``.
     """
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    # beyond part 01: name the encodings read_body decodes (requests would add br/zstd when installed)
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "gzip, deflate"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     post = session.post if session is not None else requests.post
@@ -332,12 +333,14 @@ def api_error(response: requests.Response, api_key: str | None = None, note: str
 
 
 def server_message(payload: Any) -> str:
-    """The human part of a server's error payload, whatever its shape.
+    """The human part of a server's error payload, whatever its shape, on one line.
 
     >>> server_message({"error": {"message": "model not found", "type": "invalid_request_error"}})
     'model not found'
     >>> server_message({"detail": "Not Found"})
     'Not Found'
+    >>> server_message({"error": {"message": "2 validation errors:\\n  content\\n    field required"}})
+    '2 validation errors: content field required'
     """
     if isinstance(payload, dict):
         for key in ("error", "message", "detail", "msg"):
@@ -345,8 +348,16 @@ def server_message(payload: Any) -> str:
                 return server_message(payload[key])
         return json.dumps(payload, ensure_ascii=False)[:500]
     if isinstance(payload, str):
-        return payload.strip()[:500]
+        return one_line(payload)[:500]
     return json.dumps(payload, ensure_ascii=False)[:500]
+
+
+def one_line(text: str) -> str:
+    """Fold a multi-line message onto one line; control characters become spaces.
+
+    Beyond part 01: a server's message reaches the terminal as one ``error: …`` line.
+    """
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def read_body(response: requests.Response) -> Iterator[bytes]:
@@ -360,15 +371,29 @@ def read_body(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
     while True:
         try:
-            data = raw.read1(READ_SIZE)
+            data = raw.read1(READ_SIZE, decode_content=True)  # beyond §2.1: gzip/deflate bodies decoded
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError, ValueError, AttributeError) as err:
             # ValueError/AttributeError: the response was closed under us (an abort does that)
             if isinstance(err, urllib3.exceptions.ReadTimeoutError):
                 raise ProviderError(f"the server sent nothing for {READ_TIMEOUT_SECONDS:.0f} s") from err
+            if isinstance(err, urllib3.exceptions.DecodeError):
+                encoding = response.headers.get("Content-Encoding", "")
+                raise ProviderError(f"the reply claims Content-Encoding {encoding!r} but does not decode") from err
             raise ProviderError(f"the connection broke while reading the reply: {err}") from err
         if not data:
             return
         yield data
+
+
+def read_at_most(head: bytes, reads: Iterable[bytes], limit: int) -> bytes:
+    """``head`` and the rest of the body, joined; ProviderError past ``limit`` bytes."""
+    parts, size = [head], len(head)
+    for data in reads:
+        parts.append(data)
+        size += len(data)
+        if size > limit:
+            raise ProviderError(f"the reply is larger than {limit // (1024 * 1024)} MB; not read further")
+    return b"".join(parts)
 
 
 def interrupt_response(response: requests.Response) -> None:
