@@ -27,8 +27,8 @@ import requests
 from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS
 from .core.parallel import execute_tool_batch_parallel
 from .provider.openai_completions import OpenAICompletionsProvider
-from .provider.shared import ProviderError
-from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt
+from .provider.shared import ProviderError, one_line
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt, workspace_tools
 from .scenarios import SCENARIOS
 
 if TYPE_CHECKING:
@@ -101,6 +101,13 @@ def build_parser() -> CliParser:
         help="ink: show tool arguments as they stream in; filtered: only say a call is being prepared",
     )
     run.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="auto|required|none|NAME",
+        help="what the model is told about calling tools; NAME forces that tool on the first turn only, "
+        "then auto (default: auto; see the README)",
+    )
+    run.add_argument(
         "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"
     )
     return parser
@@ -127,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(str(err))}", file=sys.stderr)  # always one line, whatever a server wrote
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
@@ -159,7 +166,14 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
     return server.base_url, args.model or SCRIPTED_MODEL, api_key, server
 
 
+def check_tool_choice(choice: str, workspace: str) -> None:
+    names = [tool["name"] for tool in workspace_tools(workspace)]
+    if choice not in ("auto", "required", "none", *names):
+        raise UsageError(f"--tool-choice {choice}: not auto, required, none or a tool's name ({', '.join(names)})")
+
+
 def run_agent(args: argparse.Namespace) -> int:
+    check_tool_choice(args.tool_choice, args.workspace)
     base_url, model, api_key, server = resolve_endpoint(args)
     if server is not None:
         print(
@@ -180,6 +194,7 @@ def run_agent(args: argparse.Namespace) -> int:
                 "display": args.display,
                 "trace": trace,
                 "execute_batch": None if args.serial_tools else execute_tool_batch_parallel,
+                "tool_choice": args.tool_choice,
             }
         )
     finally:
