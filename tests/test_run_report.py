@@ -106,7 +106,7 @@ def test_a_failed_run_is_one_error_line_and_its_trace_ends_with_run_end(workspac
     "choice, wire",
     [
         ("read", [{"type": "function", "function": {"name": "read"}}, "auto"]),  # forced once, then auto
-        ("required", ["required", "required"]),
+        ("required", [{"type": "function", "function": {"name": "read"}}] * 2),  # one tool: the form all servers take
         ("none", ["none", "none"]),
         ("auto", ["auto", "auto"]),
     ],

@@ -441,16 +441,26 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
             }
             for t in tools
         ]
-        body["tool_choice"] = wire_tool_choice(request.get("toolChoice") or "auto")
+        body["tool_choice"] = wire_tool_choice(request.get("toolChoice") or "auto", [t["name"] for t in tools])
     return body
 
 
-def wire_tool_choice(choice: str) -> str | dict[str, Any]:
+def wire_tool_choice(choice: str, tool_names: list[str]) -> str | dict[str, Any]:
     """Beyond part 01 (Ink always sends "auto"): ``ink-py --tool-choice`` in the request's words.
 
-    >>> wire_tool_choice("required"), wire_tool_choice("read")
-    ('required', {'type': 'function', 'function': {'name': 'read'}})
+    A tool's name goes in the object form every server takes. So does "required" when
+    only one tool is offered — the same demand, and llama-cpp-python ignores or rejects
+    the string "required" but honours a named tool.
+
+    >>> wire_tool_choice("none", ["read"]), wire_tool_choice("required", ["read", "grep"])
+    ('none', 'required')
+    >>> wire_tool_choice("required", ["read"]) == wire_tool_choice("read", ["read"])
+    True
+    >>> wire_tool_choice("read", ["read"])
+    {'type': 'function', 'function': {'name': 'read'}}
     """
+    if choice == "required" and len(tool_names) == 1:
+        choice = tool_names[0]
     if choice in ("auto", "required", "none"):
         return choice
-    return {"type": "function", "function": {"name": choice}}  # the one form every server takes for a name
+    return {"type": "function", "function": {"name": choice}}
