@@ -11,7 +11,7 @@ streams and prints, per doubling, the growth ratio t(N) / t(N/2): about 2 is lin
 
 Folds timed (each ends by reading the result once: the text, or the parsed call):
 
-    ink_py concat        ink_py.provider.chunks.concat — Pieces, linear (see its docstring)
+    ink_py concat        ink_py.second_article.chunks.concat — Pieces, linear (see its docstring)
     naive dict fold      {"content": a["content"] + b["content"], …} — copies the strings
     langchain a + b      AIMessageChunk: ``acc = acc + chunk``, the article's loop
     langchain sum once   ``chunks[0] + chunks[1:]`` — LangChain's own many-at-once merge
@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # time this checkout's ink_py
 
-from ink_py.provider import chunks as ink_chunks  # noqa: E402
+from ink_py.second_article import chunks as ink_chunks  # noqa: E402
 
 FRAGMENT = "abcdefgh"  # one tool-argument fragment: 8 characters
 

@@ -1,38 +1,40 @@
-"""The ``ink-py`` command (and ``python -m ink_py``): flags in, exit code out.
+"""The ``ink-py`` command: flags in, exit code out — the front door of the README task.
 
     ink-py                                   the README task, on the built-in scripted model
     ink-py "读取 setup.cfg,说说依赖"           any prompt
     ink-py --base-url http://127.0.0.1:11434/v1 --model qwen3:8b     a real endpoint
     ink-py --scenario interleaved            one of the article's cases, scripted
-    ink-py serve-model                       the scripted model alone, for curl or the openai SDK
 
-With no base URL (flag or OPENAI_BASE_URL) it starts the built-in scripted model on
-127.0.0.1 and talks to it over real HTTP through the same provider code a real endpoint
-uses. Exit codes: 0 completed, 1 error, 2 completed but the answer was cut at the output
-limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line on stderr.
+``main`` parses the flags, ``resolve_endpoint`` picks the endpoint (with none configured,
+the built-in scripted model starts on 127.0.0.1 and is reached over real HTTP through the
+same provider code), and ``run_agent`` creates the provider and the read tool and hands
+them to ``runner.run_prompt``. Exit codes: 0 completed, 1 error, 2 answer cut at the
+output limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import bdb
-import importlib
 import os
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import IO, TYPE_CHECKING
 
 import requests
 
-from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS
-from .core.parallel import execute_tool_batch_parallel
+from .arguments import COMMANDS, CliParser, UsageError, positive_int
+from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
+from .core.tools.read import create_read_tool
 from .provider.openai_completions import OpenAICompletionsProvider
-from .provider.shared import ProviderError, one_line
-from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt, workspace_tools
-from .scenarios import SCENARIOS
+from .provider.recording import RecordingProvider
+from .provider.shared import one_line
+from .provider.types import ProviderError
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt
+from .scripted.scenarios import SCENARIOS
 
 if TYPE_CHECKING:
-    from .model_server import ModelServer
+    from .scripted.server import ModelServer
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
 SCRIPTED_MODEL = "ink-scripted"
@@ -41,25 +43,6 @@ DEFAULT_SYSTEM = (
     "Use the read tool to read files (paths are relative to the workspace root) before you answer; "
     "quote commands exactly as the files show them."
 )
-
-# `ink-py <command> …` runs that module's main(argv); anything else is a prompt.
-COMMANDS = {
-    "demo": ("demo", "step through the article's §3 demo (or any recorded .sse) in the terminal"),
-    "exercise": ("exercises", "course exercises: list, start, check, hint"),
-    "serve": ("relay", "serve the agent to a browser page over SSE (second article)"),
-    "serve-model": ("model_server", "run the built-in scripted model alone and print its base URL"),
-}
-
-
-class UsageError(Exception):
-    """A mistake in how ink-py was called: reported as one ``error:`` line."""
-
-
-class CliParser(argparse.ArgumentParser):
-    """argparse that reports mistakes as one ``error:`` line and exit code 1 (2 means "truncated")."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_ERROR, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> CliParser:
@@ -72,22 +55,10 @@ def build_parser() -> CliParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})")
-    endpoint = parser.add_argument_group("endpoint (default: the built-in scripted model)")
-    endpoint.add_argument(
-        "--base-url",
-        default=os.environ.get("OPENAI_BASE_URL"),
-        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL)",
-    )
-    endpoint.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
-    endpoint.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
-    endpoint.add_argument(
-        "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
-    )
+    add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
     run = parser.add_argument_group("the run")
     run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
-    run.add_argument(
-        "--max-turns", type=positive_int, default=DEFAULT_MAX_ITERATIONS, help="stop after this many replies"
-    )
+    run.add_argument("--max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, help="stop after this many replies")
     run.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, help="output limit per reply")
     run.add_argument("--system", default=DEFAULT_SYSTEM, help="the system prompt")
     run.add_argument("--trace", metavar="FILE", help="write every event as a JSON line to FILE")
@@ -113,28 +84,29 @@ def build_parser() -> CliParser:
     return parser
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
+    """The flags ``resolve_endpoint`` reads; ``ink-py serve`` takes the same ones."""
+    group.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL)",
+    )
+    group.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
+    group.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
+    group.add_argument(
+        "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in COMMANDS:
-        return importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__).main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return run_agent(args)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print(f"error: {one_line(str(err))}", file=sys.stderr)  # always one line, whatever a server wrote
+        print(f"error: {one_line(str(err))}", file=sys.stderr)  # one line, whatever a server wrote
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
@@ -159,21 +131,16 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
     if args.base_url:
         return args.base_url, args.model, api_key, None
-    from .model_server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
+    from .scripted.server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
 
     delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
     server = start_model_server(scenario=args.scenario or "readme", delay=delay)
     return server.base_url, args.model or SCRIPTED_MODEL, api_key, server
 
 
-def check_tool_choice(choice: str, workspace: str) -> None:
-    names = [tool["name"] for tool in workspace_tools(workspace)]
-    if choice not in ("auto", "required", "none", *names):
-        raise UsageError(f"--tool-choice {choice}: not auto, required, none or a tool's name ({', '.join(names)})")
-
-
 def run_agent(args: argparse.Namespace) -> int:
-    check_tool_choice(args.tool_choice, args.workspace)
+    tools = [create_read_tool(args.workspace)]
+    check_tool_choice(args.tool_choice, [tool["name"] for tool in tools])
     base_url, model, api_key, server = resolve_endpoint(args)
     if server is not None:
         print(
@@ -181,27 +148,34 @@ def run_agent(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     trace = open_trace(args.trace)
+    if args.record:
+        provider: OpenAICompletionsProvider = RecordingProvider(base_url, api_key, record_dir=args.record)
+    else:
+        provider = OpenAICompletionsProvider(base_url, api_key)
     try:
         return run_prompt(
-            {
-                "provider": OpenAICompletionsProvider(base_url, api_key, record_dir=args.record),
-                "model": model,
-                "system": args.system,
-                "prompt": args.prompt,
-                "workspace": args.workspace,
-                "max_turns": args.max_turns,
-                "max_tokens": args.max_tokens,
-                "display": args.display,
-                "trace": trace,
-                "execute_batch": None if args.serial_tools else execute_tool_batch_parallel,
-                "tool_choice": args.tool_choice,
-            }
+            provider=provider,
+            model=model,
+            system=args.system,
+            prompt=args.prompt,
+            tools=tools,
+            max_turns=args.max_turns,
+            max_tokens=args.max_tokens,
+            max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+            display=args.display,
+            trace=trace,
+            tool_choice=args.tool_choice,
         )
     finally:
         if trace is not None:
             trace.close()
         if server is not None:
             server.close()
+
+
+def check_tool_choice(choice: str, names: list[str]) -> None:
+    if choice not in ("auto", "required", "none", *names):
+        raise UsageError(f"--tool-choice {choice}: not auto, required, none or a tool's name ({', '.join(names)})")
 
 
 def open_trace(path: str | None) -> IO[str] | None:

@@ -1,21 +1,16 @@
 """Running one prompt in the terminal — mirrors Ink's ``src/runner.ts`` (printRunStats).
 
-The runner is the edge where events become pixels: it wires the provider, the read tool
-and the loop together, shows every event as it arrives, turns Ctrl-C into an abort,
-writes the optional trace, and ends with Ink's one-line summary::
-
-    我先读一下 README.md。
-      ↳ read {"path":"README.md"}          ← the arguments as they stream in (dim)
-    → read {"path": "README.md"}          ← the call runs
-    ← read ok · 1.9 KB
-    README.md 的标题是「ink_py」…
-    — ink-scripted · 2 turns · in 412 / out 97 tokens
-
-The answer's text goes to stdout; tool lines, notices and the summary go to stderr, so
+The edge where events become pixels: ``run_prompt`` wires a provider and tools to the
+loop, turns Ctrl-C into an abort (``ctrl_c_aborts``), shows every event as it arrives
+(``Display``), writes the optional trace and ends with Ink's summary (``print_run_stats``).
+The answer goes to stdout; tool lines, notices and the summary go to stderr, so
 ``ink-py … > answer.txt`` keeps just the answer. Colour only on a terminal, never with
-NO_COLOR. Two display policies: ``ink`` (Ink's: argument fragments shown as they
-arrive) and ``filtered`` (the second article §五's "静默积累": a call being prepared is
-announced, its raw JSON is not).
+NO_COLOR. Display policies: ``ink`` shows tool arguments as they stream in; ``filtered``
+is the second article §五's "静默积累" (a call is announced, its raw JSON is not).
+
+    >>> print_run_stats({"stopReason": "completed", "turns": 2, "truncated": False,
+    ...     "usage": {"inputTokens": 412, "outputTokens": 97, "cacheReadTokens": 0}}, "m", 40, sys.stdout)
+    — m · 2 turns · in 412 / out 97 tokens
 """
 
 from __future__ import annotations
@@ -25,83 +20,83 @@ import os
 import signal as signals
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any, TypedDict
+from typing import IO, Any
 
 from .core.abort import AbortController
-from .core.loop import AgentEvent, RunResult, run_agent_loop
+from .core.loop import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_TURNS,
+    MAX_CONCURRENT_TOOLS,
+    AgentEvent,
+    RunResult,
+    run_agent_loop,
+)
 from .core.messages import AgentMessage, Usage, add_usage, empty_usage
-from .core.tools.read import create_read_tool
 from .core.tools.types import Tool
 from .provider.shared import one_line
 from .provider.types import LLMEvent, LLMProvider, LLMRequest
-
-
-class RunOptions(TypedDict):
-    provider: LLMProvider
-    model: str
-    system: str
-    prompt: str
-    workspace: str
-    max_turns: int
-    max_tokens: int
-    display: str  # "ink" or "filtered"
-    trace: IO[str] | None
-    execute_batch: Callable[..., None] | None
-    tool_choice: str  # "auto", "required", "none" or a tool's name (see ToolChoice)
-
 
 EMPTY_REPLY_NOTICE = "the model sent an empty reply (no text, no tool calls)"
 EXIT_COMPLETED, EXIT_ERROR, EXIT_TRUNCATED, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def run_prompt(options: RunOptions, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_prompt(
+    *,
+    provider: LLMProvider,
+    model: str,
+    system: str,
+    prompt: str,
+    tools: list[Tool],
+    max_turns: int = DEFAULT_MAX_TURNS,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_concurrent: int = MAX_CONCURRENT_TOOLS,
+    display: str = "ink",
+    trace: IO[str] | None = None,
+    tool_choice: str = "auto",
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:
     """Run the agent on one prompt and return the process exit code (errors propagate)."""
     out, err = out or sys.stdout, err or sys.stderr
     controller = AbortController()
-    display = Display(out, err, options["display"])
-    history: list[AgentMessage] = []
+    shown = Display(out, err, display)
 
     def on_event(event: AgentEvent) -> None:
-        display.show(event)
-        if options["trace"] is not None:
-            write_trace(options["trace"], event)
+        shown.show(event)
+        if trace is not None:
+            write_trace(trace, event)
 
-    provider = options["provider"]
-    if options.get("tool_choice", "auto") != "auto":
-        provider = ToolChoice(provider, options["tool_choice"])
+    history: list[AgentMessage] = []
+    if tool_choice != "auto":
+        provider = ToolChoice(provider, tool_choice)
     try:
-        with ctrl_c_aborts(controller, display):
+        with ctrl_c_aborts(controller, shown):
             result = run_agent_loop(
                 provider=provider,
-                model=options["model"],
-                system=options["system"],
-                tools=workspace_tools(options["workspace"]),
+                model=model,
+                system=system,
+                tools=tools,
                 history=history,
-                user_message=options["prompt"],
-                max_tokens=options["max_tokens"],
-                max_iterations=options["max_turns"],
+                user_message=prompt,
+                max_tokens=max_tokens,
+                max_turns=max_turns,
                 on_event=on_event,
                 signal=controller.signal,
-                execute_batch=options["execute_batch"],
+                max_concurrent=max_concurrent,
             )
     except BaseException as error:  # beyond printRunStats: a failed run's trace ends with run_end too
-        display.end_line()
-        if options["trace"] is not None:
+        shown.end_line()
+        if trace is not None:
             failed = {"stopReason": "error", "error": one_line(str(error)) or type(error).__name__}
-            write_trace(options["trace"], run_end_record(failed, history, options["model"]))
+            write_trace(trace, run_end_record(failed, history, model))
         raise
-    display.end_line()
-    if options["trace"] is not None:
-        write_trace(options["trace"], run_end_record(dict(result), history, options["model"]))
-    print_run_stats(result, options["model"], options["max_turns"], err, display.colour, replies_without_usage(history))
+    shown.end_line()
+    if trace is not None:
+        write_trace(trace, run_end_record(dict(result), history, model))
+    print_run_stats(result, model, max_turns, err, shown.colour, replies_without_usage(history))
     return exit_code(result)
-
-
-def workspace_tools(workspace: str) -> list[Tool]:
-    """The tools a run offers the model: the read tool, confined to ``workspace``."""
-    return [create_read_tool(workspace)]
 
 
 class ToolChoice:

@@ -23,7 +23,7 @@ MODULES = {
     "abort": "core.abort",
     "loop": "core.loop",
     "read_tool": "core.tools.read",
-    "chunks": "provider.chunks",
+    "chunks": "second_article.chunks",
 }
 
 

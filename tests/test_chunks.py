@@ -1,4 +1,4 @@
-"""The second article's concat assembly (ink_py/provider/chunks.py): message chunks merged
+"""The second article's concat assembly (ink_py/second_article/chunks.py): message chunks merged
 field by field give exactly the message that event-by-event assembly gives.
 """
 

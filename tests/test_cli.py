@@ -270,6 +270,29 @@ def test_python_dash_m_and_the_console_script_agree(workspace):
     assert done.returncode == 0 and "usage: ink-py" in done.stdout and "exit codes" in done.stdout
 
 
+@pytest.mark.parametrize("command", [[], ["demo"], ["exercise"], ["exercise", "start"], ["serve"], ["serve-model"]])
+def test_every_command_has_help(workspace, command):
+    done = ink_py(*command, "--help", cwd=workspace)
+    assert done.returncode == 0 and done.stdout.startswith("usage: ink-py") and done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-turns", "zero"],
+        ["demo", "--context", "x"],
+        ["exercise", "list", "--verbose"],
+        ["serve", "--port", "99999"],
+        ["serve-model", "--port", "99999"],
+        ["serve-model", "--scenario", "bogus"],
+    ],
+)
+def test_a_bad_flag_is_one_error_line_and_exit_1_in_every_command(workspace, argv):
+    done = ink_py(*argv, cwd=workspace)
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr  # exit 2 means only "answer truncated"
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
 def test_serve_model_prints_its_url_first(workspace):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(

@@ -1,6 +1,6 @@
 """``ink-py demo`` (issue 4): the article's §3 step-through, on the real assemble_stream.
 
-The demo is not an exercise module, so these tests import ``ink_py.demo`` directly:
+The demo is not an exercise module, so these tests import ``ink_py.course.demo`` directly:
 the steps it records, the text it prints, and the command as a user runs it
 (pipes, a pseudo-terminal for Enter / q / Ctrl-C, ``--file`` on a recorded body).
 """
@@ -22,9 +22,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ink_py import demo
+from ink_py.course import demo
 from ink_py.provider import openai_completions
-from ink_py.scenarios import SCENARIOS, fixture_path
+from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
 from .helpers import ROOT, all_fixture_names, fixture_bytes, run_assembly
 
@@ -189,6 +189,14 @@ def test_each_step_shows_only_the_lines_that_ran_in_it():
     assert [append_fragment in lines for lines in ran] == [False, False, True, True, False, False]
     assert [build_end in lines for lines in ran] == [False] * 5 + [True]
     assert "safe_parse_json" in steps[-1]["lines"] and "map_finish_reason" in steps[4]["lines"]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_code_shown_never_includes_an_exercise_marker(capsys, name):
+    """Markers are course scaffolding (issue 10): the demo shows only the article's code."""
+    code, out, _ = run_main(capsys, name, "--no-pause", "--context", "3")
+    assert code in (0, 1) and "│" in out
+    assert not [line for line in out.splitlines() if "# exercise" in line]
 
 
 def test_colour_marks_executed_lines_and_never_reaches_a_pipe(capsys):

@@ -1,4 +1,4 @@
-"""The course exercises' machinery (``ink_py/exercises.py``): markers, stubs, copies, check, hint, list.
+"""The course exercises' machinery (``ink_py/course/exercises.py``): markers, stubs, copies, check, hint, list.
 
 The heart of it, for every exercise that has markers: a freshly stubbed copy FAILS the
 exercise's tests (each region on its own, too — no region's tests pass vacuously), and the
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from ink_py import exercises as ex
+from ink_py.course import exercises as ex
 
 ROOT = Path(__file__).resolve().parent.parent
 REGIONS = ex.package_regions()
 AVAILABLE = sorted(REGIONS)  # every exercise whose regions are marked in the source
-REPORT_PLUGIN = "ink_py.exercise_report"  # what check loads into pytest
+REPORT_PLUGIN = "ink_py.course.check_plugin"  # what check loads into pytest
 SPLIT = [(n, i) for n in AVAILABLE if len(REGIONS[n]) > 1 for i in range(len(REGIONS[n]))]
 
 
@@ -207,7 +207,7 @@ def reports(tmp_path_factory) -> dict[str, dict]:
             "-p",
             "no:cacheprovider",
             "-p",
-            "ink_py.exercise_report",
+            "ink_py.course.check_plugin",
             "tests",
         ],
     )
@@ -351,6 +351,12 @@ def test_usage_mistakes_are_one_error_line(tmp_path, monkeypatch, capsys, argv, 
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *argv)
     assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["start", "--help"], ["check", "1", "-h"], ["list", "--help"]])
+def test_help_works_after_every_command(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert (code, err) == (0, "") and out.startswith("usage: ink-py exercise") and "hint  NAME [DIR]" in out
 
 
 def test_no_subcommand_prints_the_usage(capsys):

@@ -192,7 +192,7 @@ def test_the_gate_can_block_a_call(ink):
 def test_max_turns_stops_and_closes_the_dangling_calls(ink):
     replies = [tool_reply((f"c{i}", "read", '{"path": "missing"}')) for i in range(3)]
     provider = ScriptedProvider(ink, *replies)
-    result, history, _ = run(ink, provider, [fake_read({})], max_iterations=3)
+    result, history, _ = run(ink, provider, [fake_read({})], max_turns=3)
     assert result["stopReason"] == "max_iterations" and result["turns"] == 3
     assert history[-1] == {
         "role": "toolResult",

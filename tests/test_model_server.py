@@ -22,10 +22,11 @@ import urllib3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ink_py import model_server, scripted_model
-from ink_py.model_server import ModelServer, start_model_server
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
-from ink_py.scenarios import SCENARIOS, fixture_path
+from ink_py.scripted import replies as scripted_model
+from ink_py.scripted import server as model_server
+from ink_py.scripted.scenarios import SCENARIOS, fixture_path
+from ink_py.scripted.server import ModelServer, start_model_server
 
 from .helpers import ROOT
 
@@ -354,7 +355,7 @@ def test_the_openai_package_streams_a_tool_call_and_an_answer(serve: Callable[..
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX-only")
 def test_serve_model_runs_until_ctrl_c() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "ink_py.model_server", "--port", "0", "--delay", "0"],
+        [sys.executable, "-m", "ink_py.scripted.server", "--port", "0", "--delay", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -384,10 +385,15 @@ def test_serve_model_reports_a_busy_port_and_an_unknown_scenario(capsys: pytest.
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
 
-    assert model_server.main(["--scenario", "nope"]) == 2
-    err = capsys.readouterr().err
-    assert "nope" in err and "readme" in err and "slow" in err and err.count("\n") == 1
-
-    with pytest.raises(SystemExit) as exit_info:
-        model_server.main(["--port", "not-a-number"])
-    assert exit_info.value.code == 2
+    # Usage mistakes exit 1 with one line (issue 10: exit 2 means only "answer truncated").
+    for argv, words in [
+        (["--scenario", "nope"], ("nope", "readme", "slow")),
+        (["--port", "not-a-number"], ("not-a-number",)),
+        (["--port", "99999"], ("99999", "between 0 and 65535")),
+        (["--delay", "-1"], ("must be 0 or more",)),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            model_server.main(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 1 and err.startswith("error: ") and err.count("\n") == 1
+        assert all(word in err for word in words) and "Traceback" not in err

@@ -1,10 +1,11 @@
-"""Parallel tool calls (second article §八, Ink's executeToolBatch): order and abort."""
+"""Tool calls side by side (second article §八, Ink's executeToolBatch in core/loop.py): order and abort."""
 
+import functools
 import threading
 
 import pytest
 
-from ink_py.core import parallel
+from ink_py.core import loop
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 
@@ -19,9 +20,7 @@ def tool(name, execute, safe=True):
 
 def run_batch(calls, tools, signal=None, gate=None, batch=None):
     results, events = [], []
-    (batch or parallel.execute_tool_batch_parallel)(
-        calls, {t["name"]: t for t in tools}, signal, gate, events.append, results
-    )
+    (batch or loop.execute_tool_batch)(calls, {t["name"]: t for t in tools}, signal, gate, events.append, results)
     return results, events
 
 
@@ -111,9 +110,7 @@ def test_a_single_call_runs_on_the_calling_thread():
 
 @pytest.mark.parametrize("batch", ["serial", "parallel"])
 def test_both_batches_give_the_same_results(batch):
-    from ink_py.core import loop
-
-    run = loop.execute_tool_batch if batch == "serial" else parallel.execute_tool_batch_parallel
+    run = functools.partial(loop.execute_tool_batch, max_concurrent=1) if batch == "serial" else loop.execute_tool_batch
     calls = [call(0), call(1, "write"), {"type": "toolCall", "id": "c2", "name": "nope", "arguments": {}}, call(3)]
     tools = [
         tool("read", lambda a, s: {"output": "r:" + a["path"]}),

@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 import requests
 
-from ink_py import relay as relay_module
 from ink_py.core.abort import AbortController
-from ink_py.model_server import ModelServer, start_model_server
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
-from ink_py.relay import RelayServer, SseChannel, make_relay_server, peer_closed
+from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.second_article import relay as relay_module
+from ink_py.second_article.relay import RelayServer, SseChannel, make_relay_server, peer_closed
 
 from .fake_server import FakeModelServer, Pause, Reply
 from .helpers import ROOT, sse, text_reply, tool_reply

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from ink_py.model_server import start_model_server
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
-from ink_py.relay import RelayServer, make_relay_server
+from ink_py.scripted.server import start_model_server
+from ink_py.second_article.relay import RelayServer, make_relay_server
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
 from selenium.webdriver.common.by import By  # noqa: E402  (only once selenium is known to be there)

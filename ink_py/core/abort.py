@@ -1,24 +1,15 @@
-"""AbortController / AbortSignal — the web API Ink's TypeScript gets for free, in Python.
+"""AbortController / AbortSignal — the web API Ink's TypeScript gets for free (article §4.2).
 
-Article 4.2: "用户取消" must stop receiving, produce no ``message_end``, and stop the
-loop. In TypeScript, ``controller.abort()`` makes the pending ``reader.read()`` reject
-and ``request.signal.aborted`` turn true. Python has neither, so this module gives:
+A user's cancel must stop receiving, produce no ``message_end`` and stop the loop. In
+TypeScript ``controller.abort()`` rejects the pending ``reader.read()`` and turns
+``request.signal.aborted`` true; here listeners do the first (the provider registers one
+that shuts the socket) and ``aborted`` is a plain attribute, so ``if signal.aborted:``
+reads like ``if (request.signal?.aborted)`` and steps into nothing. ``NEVER_ABORTED``
+is the default where no signal is given, as ``?.`` is in TypeScript.
 
-    controller = AbortController()
-    signal = controller.signal
-    signal.aborted            # False
-    controller.abort()        # from any thread, e.g. a Ctrl-C handler
-    signal.aborted            # True; every listener has been called once
-
-Listeners are how an abort reaches a blocked network read: the provider registers
-one that shuts the response's socket, so the read returns and the generator ends
-(``abort_safe`` then swallows the resulting error). ``signal.wait(seconds)`` is a
-sleep that an abort cuts short, used between HTTP retries.
-
-Differences from the web API: ``add_listener``/``remove_listener`` instead of
-``addEventListener("abort", …)``; a listener added after the abort runs at once
-(so there is no window where an abort is missed); listeners run in the aborting
-thread, and one that raises does not stop the others.
+    >>> controller = AbortController()
+    >>> controller.signal.aborted, controller.abort(), controller.signal.aborted
+    (False, None, True)
 """
 
 from __future__ import annotations
@@ -34,22 +25,19 @@ class AbortSignal:
     """Read-only view of an abort: ``aborted``, ``reason``, listeners and ``wait``."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()  # set once, never cleared
+        self.aborted = False  # set once, by the controller, never cleared
+        self.reason: str | None = None
+        self._event = threading.Event()  # for wait(): set together with aborted
         self._lock = threading.Lock()  # guards _listeners against the aborting thread
         self._listeners: list[Listener] = []
-        self.reason: str | None = None
-
-    @property
-    def aborted(self) -> bool:
-        return self._event.is_set()
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener()`` once when the signal aborts (at once if it already has)."""
         with self._lock:
-            if not self._event.is_set():
+            if not self.aborted:
                 self._listeners.append(listener)
                 return
-        _call_quietly(listener)  # already aborted: run it now, outside the lock
+        _call_quietly(listener)  # beyond the web API: added after the abort, it runs now
 
     def remove_listener(self, listener: Listener) -> None:
         with self._lock:
@@ -62,9 +50,10 @@ class AbortSignal:
 
     def _abort(self, reason: str | None) -> None:
         with self._lock:
-            if self._event.is_set():
+            if self.aborted:
                 return  # abort is idempotent: listeners run once
             self.reason = reason
+            self.aborted = True
             self._event.set()
             listeners, self._listeners = self._listeners, []
         for listener in listeners:
@@ -82,6 +71,16 @@ class AbortController:
 
     def abort(self, reason: str | None = "aborted") -> None:
         self.signal._abort(reason)
+
+
+class _NeverAborted(AbortSignal):
+    """No controller owns it, so it never aborts and need not keep listeners."""
+
+    def add_listener(self, listener: Listener) -> None:
+        pass
+
+
+NEVER_ABORTED: AbortSignal = _NeverAborted()
 
 
 def _call_quietly(listener: Listener) -> None:

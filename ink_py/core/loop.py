@@ -1,38 +1,33 @@
 """The agent loop — mirrors Ink's ``src/core/loop.ts``.
 
-Article §2.3 (streamAssistant), §4.2 (abort), §4.3 (arguments that are not JSON) and
-§4.4 (failToolCallsFromTruncatedMessage), on top of part 01's runAgentLoop:
+Sections: §2.3 ``stream_assistant`` (events in, one assistant message out), part 01's
+``run_agent_loop`` (ask the model; tool calls → run them, append the results, ask again;
+none → done), §4.4 ``fail_tool_calls_from_truncated_message``, then ``execute_tool_batch``
+and the checks every call passes. Whatever the model gets wrong — an unknown tool, bad
+arguments, a tool that raises, a reply cut at the output limit — goes back to it as an
+``isError`` tool result; the process never crashes on it. Differences from the TypeScript
+are tagged ``beyond §`` where they happen; walkthrough.md explains them.
 
-    user message → provider.stream → assistant message
-      → tool calls? run each (or refuse it), append the results, ask the model again
-      → no tool calls: done
-
-Everything the model gets wrong — an unknown tool, arguments that are not JSON or break
-the tool's schema, a tool that raises, a reply cut at the output limit — goes back to
-the model as an ``isError`` tool result; the process never crashes on it.
-
-What differs from Ink: a synchronous ``for`` over a generator instead of ``for await``;
-``prepare_tool_call`` refuses arguments carrying ``_parseError`` (the article says Ink
-lets them through and asks for exactly this, §4.3); tools run one after another here —
-the concurrent batch of the second article lives in ``ink_py/core/parallel.py`` and
-plugs in through ``execute_batch``. Steering, compaction and sessions are left out.
+    >>> error_result({"id": "t1", "name": "read"}, "Error: no such file")["isError"]
+    True
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypedDict
 
-from ..provider.shared import ProviderError
-from ..provider.types import LLMEvent, LLMProvider, LLMRequest
-from .abort import AbortSignal
+from ..provider.types import LLMEvent, LLMProvider, LLMRequest, ProviderError
+from .abort import NEVER_ABORTED, AbortSignal
 from .messages import AgentMessage, AssistantMessage, ToolCallBlock, ToolResult, Usage, add_usage, empty_usage
 from .tools.schema import check_arguments
 from .tools.types import Tool
 
 DEFAULT_MAX_TOKENS = 8192
-DEFAULT_MAX_ITERATIONS = 40  # a safety valve against runaway tool loops (second article §六)
+DEFAULT_MAX_TURNS = 40  # beyond part 01: a safety valve against runaway tool loops (second article §六)
+MAX_CONCURRENT_TOOLS = 5  # Ink's MAX_CONCURRENT_TASKS: read-only calls run side by side
 
 
 class ToolStart(TypedDict):
@@ -68,11 +63,11 @@ def stream_assistant(
     provider: LLMProvider, request: LLMRequest, on_event: OnEvent | None = None
 ) -> AssistantMessage | None:
     """Forward every event to ``on_event``; return the ``message_end`` message, or None if aborted."""
-    signal = request.get("signal")
+    signal = request.get("signal") or NEVER_ABORTED
     events = provider.stream(request)
     try:
         for event in events:
-            if signal is not None and signal.aborted:
+            if signal.aborted:
                 return None
             if on_event is not None:
                 on_event(event)  # text and tool fragments can be shown at once
@@ -82,7 +77,7 @@ def stream_assistant(
         close = getattr(events, "close", None)
         if close is not None:
             close()  # returning early: release the provider's connection now
-    if signal is not None and signal.aborted:
+    if signal.aborted:
         return None  # an abort ended the stream early (abort_safe): a clean stop, not an error
     raise ProviderError("provider stream ended without a message_end event")
 
@@ -99,15 +94,15 @@ def run_agent_loop(
     history: list[AgentMessage],
     user_message: str | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    max_turns: int = DEFAULT_MAX_TURNS,
     on_event: OnEvent | None = None,
     on_message: Callable[[AgentMessage], Any] | None = None,
     on_tool_call: OnToolCall | None = None,
     signal: AbortSignal | None = None,
-    execute_batch: Callable[..., None] | None = None,
+    max_concurrent: int = MAX_CONCURRENT_TOOLS,
 ) -> RunResult:
     """Run the conversation in ``history`` (appended in place) until the model stops calling tools."""
-    run_batch = execute_batch or execute_tool_batch
+    signal = signal or NEVER_ABORTED
     usage = empty_usage()
     turns = 0
 
@@ -124,7 +119,7 @@ def run_agent_loop(
     tool_map = {tool["name"]: tool for tool in tools}
 
     while True:
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return finish("aborted")
 
         request: LLMRequest = {
@@ -148,7 +143,7 @@ def run_agent_loop(
             return finish("completed", truncated=assistant["stopReason"] == "max_tokens")
 
         results: list[ToolResult] = []
-        if turns >= max_iterations:
+        if turns >= max_turns:
             # Never run: close each call with a result so the history stays valid to resume.
             fill_missing_tool_results(tool_calls, results, "(not executed: reached max turns)")
             push({"role": "toolResult", "results": results})
@@ -157,7 +152,7 @@ def run_agent_loop(
         if assistant["stopReason"] == "max_tokens":
             fail_tool_calls_from_truncated_message(tool_calls, results, on_event)  # §4.4: run none
         else:
-            run_batch(tool_calls, tool_map, signal, on_tool_call, on_event, results)
+            execute_tool_batch(tool_calls, tool_map, signal, on_tool_call, on_event, results, max_concurrent)
         # An abort can stop the batch midway: answer the calls that never ran.
         fill_missing_tool_results(tool_calls, results, "(interrupted before this tool ran)")
         push({"role": "toolResult", "results": results})
@@ -174,7 +169,6 @@ def fail_tool_calls_from_truncated_message(
     Even arguments that parse may be cut short, so no call runs; each gets an error
     result asking the model to send it again, complete.
     """
-    # exercise 8 ▼ fail_tool_calls_from_truncated_message
     for call in tool_calls:
         result = error_result(
             call,
@@ -185,7 +179,6 @@ def fail_tool_calls_from_truncated_message(
         if on_event is not None:
             on_event(tool_start_event(call))
             on_event({"type": "tool_end", "result": result})
-    # exercise 8 ▲
 
 
 def fill_missing_tool_results(tool_calls: Iterable[ToolCallBlock], results: list[ToolResult], reason: str) -> None:
@@ -215,19 +208,61 @@ def execute_tool_batch(
     on_tool_call: OnToolCall | None,
     on_event: OnEvent | None,
     results: list[ToolResult],
+    max_concurrent: int = MAX_CONCURRENT_TOOLS,
 ) -> None:
-    """Run one reply's calls in order, appending a result for each; stop early on abort."""
-    for call in tool_calls:
-        if signal is not None and signal.aborted:
+    """Run one reply's calls, appending a result for each in call order; stop early on abort.
+
+    Calls to ``concurrencySafe`` tools (read is) that follow one another run side by side,
+    at most ``max_concurrent`` at a time (Ink's executeToolBatch, the second article's §八);
+    any other call runs alone. A chunk of one call runs right here, on the calling thread.
+    """
+    signal = signal or NEVER_ABORTED
+    for chunk in plan_chunks(tool_calls, tool_map, max_concurrent):
+        if signal.aborted:
             return  # the rest never start; fill_missing_tool_results answers them
-        if on_event is not None:
-            on_event(tool_start_event(call))
-        result = (
-            prepare_tool_call(call, tool_map) or gate_tool_call(call, on_tool_call) or run_tool(call, tool_map, signal)
-        )
-        results.append(result)
-        if on_event is not None:
-            on_event({"type": "tool_end", "result": result})
+        # In call order: announce, check, ask the gate. None = approved to run.
+        refusals: list[ToolResult | None] = []
+        for call in chunk:
+            if on_event is not None:
+                on_event(tool_start_event(call))
+            refusals.append(prepare_tool_call(call, tool_map) or gate_tool_call(call, on_tool_call))
+        approved = [call for call, refusal in zip(chunk, refusals, strict=True) if refusal is None]
+        if len(approved) <= 1:
+            outcomes = {call["id"]: run_tool(call, tool_map, signal) for call in approved}
+        else:  # beyond part 01: the approved calls of a chunk run at once
+            with ThreadPoolExecutor(max_workers=len(approved)) as pool:
+                futures = {call["id"]: pool.submit(run_tool, call, tool_map, signal) for call in approved}
+                outcomes = {call_id: future.result() for call_id, future in futures.items()}
+        # Results and tool_end in call order, however the threads finished.
+        for call, refusal in zip(chunk, refusals, strict=True):
+            result = refusal or outcomes[call["id"]]
+            results.append(result)
+            if on_event is not None:
+                on_event({"type": "tool_end", "result": result})
+
+
+def plan_chunks(
+    tool_calls: list[ToolCallBlock], tool_map: dict[str, Tool], max_concurrent: int = MAX_CONCURRENT_TOOLS
+) -> list[list[ToolCallBlock]]:
+    """Split calls into the groups that run together: safe runs in chunks, others alone.
+
+    >>> tools = {"read": {"concurrencySafe": True}, "write": {}}
+    >>> calls = [{"id": str(i), "name": n} for i, n in enumerate(["read"] * 7 + ["write", "read"])]
+    >>> [[c["id"] for c in chunk] for chunk in plan_chunks(calls, tools)]
+    [['0', '1', '2', '3', '4'], ['5', '6'], ['7'], ['8']]
+    """
+
+    def safe(call: ToolCallBlock) -> bool:
+        return bool(tool_map.get(call["name"], {}).get("concurrencySafe"))
+
+    chunks: list[list[ToolCallBlock]] = []
+    for call in tool_calls:
+        previous = chunks[-1] if chunks else None
+        if safe(call) and previous and safe(previous[-1]) and len(previous) < max_concurrent:
+            previous.append(call)  # joins the run of safe calls before it
+        else:
+            chunks.append([call])  # an unsafe call, or the first of a new chunk
+    return chunks
 
 
 def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolResult | None:

@@ -1,19 +1,11 @@
 """The Chat Completions provider — mirrors Ink's ``src/provider/openai-completions.ts``.
 
-Article §2 (the core loop, steps ①–④), §2.2 (tool-call fragments by index), §4.1
-(no finish_reason), §4.3 (unparseable arguments), §4.4 (mapFinishReason). One
-provider serves every OpenAI-compatible endpoint: OpenAI, DeepSeek, Ollama, vLLM,
-llama.cpp, OpenRouter, Azure, Gemini's compatible endpoint, …
-
-    provider = OpenAICompletionsProvider("http://127.0.0.1:11434/v1")   # e.g. Ollama
-    for event in provider.stream({"model": "qwen3", "system": "…", "messages": [...]}):
-        ...   # text_delta, tool_call_start, tool_call_delta, thinking_delta, then message_end
-
-``stream`` builds the request (``to_wire_messages``, ``build_request_body``), posts it
-(``post_json_with_retry``) and hands the body to ``assemble_stream``, the article's
-core loop — which takes any iterable of bytes, so tests and the demo feed it directly.
-
-Worked example — the article's "读取 README" stream, in two reads::
+Sections: §2 ``assemble_stream``, the article's core loop (① text, ② tool-call fragments
+by index — §2.2, ③ the finish reason, ④ parse the arguments — §4.3, then §4.1's check);
+§4.4 ``map_finish_reason``; ``reply_body`` (a 200 body that is not SSE); part 01's request
+(``to_wire_messages``, ``build_request_body``); last ``OpenAICompletionsProvider.stream``,
+which posts the request and hands the body to ``assemble_stream``. Differences from the
+TypeScript are tagged ``beyond §``; walkthrough.md explains them. "读取 README" in two reads::
 
     >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
     ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',
@@ -27,13 +19,6 @@ Worked example — the article's "读取 README" stream, in two reads::
     {'type': 'message_end', 'message': {'role': 'assistant',
      'blocks': [{'type': 'toolCall', 'id': 't1', 'name': 'read', 'arguments': {'path': 'README.md'}}],
      'usage': {'inputTokens': 0, 'outputTokens': 0, 'cacheReadTokens': 0}, 'stopReason': 'tool_use'}}
-
-What differs from the TypeScript (each marked "beyond §…" where it happens): fragments
-are collected in lists and joined once (Python's ``+=`` on a dict value copies the whole
-string every time); ``[DONE]`` counts as a proper end when a server sends no
-finish_reason; server errors inside the stream raise; the quirks of real servers
-(a new id reusing an occupied index, calls without an index, ``"id": ""`` on
-continuation chunks, usage inside ``choices[0]``) are handled where they arrive.
 """
 
 from __future__ import annotations
@@ -41,12 +26,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import requests
 
-from ..core.abort import AbortSignal
+from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import (
     AgentMessage,
     AssistantBlock,
@@ -58,10 +42,8 @@ from ..core.messages import (
     Usage,
     empty_usage,
 )
-from .recording import next_record_prefix, record_request, tee_body
 from .shared import (
     DONE,
-    ProviderError,
     SseEvent,
     abort_safe,
     interrupt_response,
@@ -72,60 +54,10 @@ from .shared import (
     safe_parse_json,
     server_message,
 )
-from .types import LLMEvent, LLMRequest
+from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-BLANK = b"\xef\xbb\xbf \t\r\n"  # a BOM and blank lines before the first event (lstrip's set of bytes)
-SSE_STARTS = (b"d", b"e", b"i", b"r", b":")  # data:, event:, id:, retry:, error:, a comment
-EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
-    '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
-)
-SNIFF_LIMIT = 4096  # at most this much blank prelude is held back before deciding
-WHOLE_REPLY_LIMIT = 16 * 1024 * 1024  # the largest non-streamed reply read into memory
 EMPTY_REPLY_TEXT = "(empty)"  # Ink's placeholder when a reply has no blocks at all
-
-
-class OpenAICompletionsProvider:
-    """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest."""
-
-    name = "openai-completions"
-
-    def __init__(
-        self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, record_dir: str | None = None
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key  # never printed: see __repr__ and shared.api_error
-        self._session = requests.Session()  # keeps the connection alive between turns
-        self.record_dir = Path(record_dir) if record_dir else None  # ink-py --record DIR
-
-    def __repr__(self) -> str:
-        return f"OpenAICompletionsProvider(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
-        """POST the request and yield its LLMEvents as the reply streams in."""
-        signal = request.get("signal")
-        body = build_request_body(request)
-        record = next_record_prefix(self.record_dir) if self.record_dir else None
-        if record is not None:
-            record_request(record, body)
-        response = post_json_with_retry(
-            f"{self.base_url}/chat/completions", body, api_key=self._api_key, signal=signal, session=self._session
-        )
-        if response is None:
-            return  # aborted before the reply started
-        reads = read_body(response) if record is None else tee_body(read_body(response), record)
-        note = EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""
-        reads = reply_body(reads, response.headers.get("Content-Type", ""), note)  # beyond §2: not always SSE
-        # An abort must wake a read blocked in this thread: the listener shuts the socket.
-        wake = lambda: interrupt_response(response)  # noqa: E731
-        if signal is not None:
-            signal.add_listener(wake)
-        try:
-            yield from assemble_stream(reads, signal)
-        finally:
-            if signal is not None:
-                signal.remove_listener(wake)
-            response.close()
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
@@ -137,6 +69,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     Ends without ``message_end`` when ``signal`` aborts; raises ProviderError when the
     stream ends without a finish_reason (§4.1) or the server reports an error.
     """
+    signal = signal or NEVER_ABORTED  # TypeScript's `request.signal?.`
     blocks: list[AssistantBlock] = []  # the reply's content blocks, in arrival order
     text_block: TextBlock | None = None
     text_parts: list[str] = []  # the text so far, as it arrived; joined at ④
@@ -152,7 +85,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
     # parse_sse cuts the bytes into events; abort_safe tells an abort from a fault (§4.2).
     for sse in abort_safe(parse_sse(body), signal):
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return
         chunk = sse["data"]
         if chunk == DONE:
@@ -238,7 +171,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     if thinking_block is not None:
         thinking_block["thinking"] = "".join(thinking_parts)
 
-    if signal is not None and signal.aborted:
+    if signal.aborted:
         return  # an aborted reply is never handed to the loop
     # exercise 5 ▼ no finish reason
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
@@ -272,9 +205,7 @@ def map_finish_reason(reason: Any) -> StopReason:
     >>> [map_finish_reason(r) for r in ("tool_calls", "stop", "length", "content_filter")]
     ['tool_use', 'end_turn', 'max_tokens', None]
     """
-    # exercise 5 ▼ map_finish_reason
     return {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}.get(reason)  # type: ignore[return-value]
-    # exercise 5 ▲
 
 
 def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
@@ -301,6 +232,15 @@ def raise_if_server_error(sse: SseEvent) -> None:
 
 
 # ── beyond §2: bodies that are not an event stream ───────────────────────────────────────
+
+
+BLANK = b"\xef\xbb\xbf \t\r\n"  # a BOM and blank lines before the first event (lstrip's set of bytes)
+SSE_STARTS = (b"d", b"e", b"i", b"r", b":")  # data:, event:, id:, retry:, error:, a comment
+EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
+    '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
+)
+SNIFF_LIMIT = 4096  # at most this much blank prelude is held back before deciding
+WHOLE_REPLY_LIMIT = 16 * 1024 * 1024  # the largest non-streamed reply read into memory
 
 
 def reply_body(reads: Iterable[bytes], content_type: str = "", empty_note: str = "") -> Iterator[bytes]:
@@ -464,3 +404,47 @@ def wire_tool_choice(choice: str, tool_names: list[str]) -> str | dict[str, Any]
     if choice in ("auto", "required", "none"):
         return choice
     return {"type": "function", "function": {"name": choice}}
+
+
+# ── the provider: stream(request) ───────────────────────────────────────────────────────
+
+
+class OpenAICompletionsProvider:
+    """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest."""
+
+    name = "openai-completions"
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key  # never printed: see __repr__ and shared.api_error
+        self._session = requests.Session()  # keeps the connection alive between turns
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        """POST the request and yield its LLMEvents as the reply streams in."""
+        signal = request.get("signal") or NEVER_ABORTED
+        body = build_request_body(request)
+        response = self.post(body, signal)
+        if response is None:
+            return  # aborted before the reply started
+        note = EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""
+        reads = reply_body(self.read(response), response.headers.get("Content-Type", ""), note)  # beyond §2
+        # An abort must wake a read blocked in this thread: the listener shuts the socket.
+        wake = lambda: interrupt_response(response)  # noqa: E731
+        signal.add_listener(wake)
+        try:
+            yield from assemble_stream(reads, signal)
+        finally:
+            signal.remove_listener(wake)
+            response.close()
+
+    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
+        """Part 01: send the body, retrying only before any byte of the reply is read."""
+        url = f"{self.base_url}/chat/completions"
+        return post_json_with_retry(url, body, api_key=self._api_key, signal=signal, session=self._session)
+
+    def read(self, response: requests.Response) -> Iterable[bytes]:
+        """The response body as reads — the article's ``response.body``."""
+        return read_body(response)

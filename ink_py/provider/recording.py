@@ -1,11 +1,15 @@
 """``ink-py --record DIR``: keep every streamed reply, byte for byte, to replay it later.
 
-Not in Ink. A stream captured once from a real provider becomes a fixture like the ones
-in ``fixtures/``: ``ink-py demo --file DIR/001-response.sse`` steps through it offline.
-For each request the provider writes, numbered in order:
+Not in Ink, and not on the article's path: ``RecordingProvider`` is the Chat Completions
+provider with its two edges, ``post`` and ``read``, wrapped. A stream captured once from
+a real provider becomes a fixture like those in ``fixtures/``: ``ink-py demo --file
+DIR/001-response.sse`` steps through it offline. For each request, numbered in order:
 
     DIR/001-request.json    the JSON body sent (the API key travels in a header: never written)
     DIR/001-response.sse    the response body exactly as it arrived
+
+    >>> RecordingProvider("http://127.0.0.1:9/v1", "sk-secret", record_dir="rec")
+    RecordingProvider(base_url='http://127.0.0.1:9/v1', api_key=***)
 """
 
 from __future__ import annotations
@@ -14,6 +18,28 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+import requests
+
+from ..core.abort import AbortSignal
+from .openai_completions import DEFAULT_BASE_URL, OpenAICompletionsProvider
+
+
+class RecordingProvider(OpenAICompletionsProvider):
+    """Writes ``NNN-request.json`` as each request goes out and ``NNN-response.sse`` as it streams in."""
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, *, record_dir: str) -> None:
+        super().__init__(base_url, api_key)
+        self.record_dir = Path(record_dir)
+        self._prefix = self.record_dir / "000"  # the exchange being recorded
+
+    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
+        self._prefix = next_record_prefix(self.record_dir)
+        record_request(self._prefix, body)
+        return super().post(body, signal)
+
+    def read(self, response: requests.Response) -> Iterable[bytes]:
+        return tee_body(super().read(response), self._prefix)
 
 
 def next_record_prefix(record_dir: Path) -> Path:

@@ -1,34 +1,15 @@
 """Reading a streamed reply: bytes → SSE events — mirrors Ink's ``src/provider/shared.ts``.
 
-Article 2.1 (parseSse, parseFrame), 4.2 (abortSafe), 4.3 (safeParseJson), and part 01's
-postJsonWithRetry. The story of one reply:
-
-    post_json_with_retry(url, body)   POST, retrying only before any byte of the body is read
-    read_body(response)               the bytes, each read handed on as soon as it arrives
-    parse_sse(body)                   bytes → text → frames cut at blank lines → parse_frame
-    parse_frame(frame)                "event:" / "data:" lines → {"event": "message", "data": {...}}
-    abort_safe(events, signal)        an abort ends the stream quietly; other errors propagate
-
-Worked example (article 2.1: one event that arrives in two reads)::
+Sections: §2.1 ``parse_sse`` (bytes → frames) and ``parse_frame`` (a frame → ``{"event",
+"data"}``), §4.2 ``abort_safe``, §4.3 ``safe_parse_json``, then part 01's request,
+``post_json_with_retry``, and ``read_body``. Differences from the TypeScript are tagged
+``beyond §`` where they happen; walkthrough.md explains them. Article 2.1's event in two reads::
 
     >>> reads = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,',
     ...          b'"id":"t1","function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n']
     >>> [event] = parse_sse(reads)
     >>> event["event"], event["data"]["choices"][0]["delta"]["tool_calls"][0]["function"]
     ('message', {'name': 'read', 'arguments': '{"path":"REA'})
-
-What differs from the TypeScript (each marked "beyond §…" where it happens):
-- line endings: CRLF and CR are turned into LF first (Ink splits on "\\n\\n" only, §2.1);
-- WHATWG event-stream rules: one leading BOM stripped, comments and id:/retry: ignored,
-  exactly one space after the colon stripped;
-- [DONE] is recognised as the end marker, an empty data: is a keep-alive, and any other
-  data that is not JSON raises instead of vanishing (§4.1 admits Ink drops it);
-- older llama.cpp's non-standard ``error:`` field becomes an "error" event;
-- an unterminated last event is still parsed when the body ends (proxies end with
-  ``data: [DONE]`` and no blank line; WHATWG would drop it);
-- linear time: no rescanning of the buffer from its start on every read;
-- retries: 408/409/429/5xx and connection errors, Retry-After honoured, capped
-  exponential backoff with jitter (Ink: fixed 600 ms / 1500 ms, 429/5xx only).
 """
 
 from __future__ import annotations
@@ -38,7 +19,6 @@ import email.utils
 import json
 import random
 import socket
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, TypedDict, TypeVar
@@ -46,7 +26,8 @@ from typing import Any, TypedDict, TypeVar
 import requests
 import urllib3
 
-from ..core.abort import AbortSignal
+from ..core.abort import NEVER_ABORTED, AbortSignal
+from .types import ProviderError
 
 T = TypeVar("T")
 
@@ -68,10 +49,6 @@ class SseEvent(TypedDict):
     data: Any  # the parsed JSON, or the string DONE
 
 
-class ProviderError(RuntimeError):
-    """The model server failed: an HTTP error, an error inside the stream, or a broken stream."""
-
-
 # ── §2.1 parse_sse: bytes → frames ──────────────────────────────────────────────────────
 
 
@@ -81,7 +58,6 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
     >>> list(parse_sse([b'data: {"a": 1}\\r\\n\\r\\ndata: [DO', b'NE]\\n\\n']))
     [{'event': 'message', 'data': {'a': 1}}, {'event': 'message', 'data': '[DONE]'}]
     """
-    # exercise 2 ▼ parse_sse
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true
     # The article's `buffer` string, kept as a list of pieces: a long event arriving in
     # small reads is then copied once when its frame is cut, not once per read.
@@ -133,7 +109,6 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
             ) from None
         if parsed is not None:
             yield parsed
-    # exercise 2 ▲
 
 
 # ── §2.1 parse_frame: one frame → {"event", "data"} ─────────────────────────────────────
@@ -149,7 +124,6 @@ def parse_frame(frame: str) -> SseEvent | None:
     >>> parse_frame('data: [DONE]')
     {'event': 'message', 'data': '[DONE]'}
     """
-    # exercise 1 ▼ parse_frame
     event = "message"  # the default SSE event name when there is no `event:` line
     data_lines: list[str] = []
     error_lines: list[str] = []
@@ -181,7 +155,6 @@ def parse_frame(frame: str) -> SseEvent | None:
     except ValueError:
         # Beyond §4.1: Ink returns undefined here and the event vanishes; ink_py says so.
         raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") from None
-    # exercise 1 ▲
 
 
 def _json_or_text(text: str) -> Any:
@@ -200,14 +173,13 @@ def abort_safe(source: Iterable[T], signal: AbortSignal | None) -> Iterator[T]:
     An abort closes the connection, so the pending read fails. That failure is the
     cancellation itself, not a fault: end quietly. Any other error propagates.
     """
-    # exercise 6 ▼ abort_safe
+    signal = signal or NEVER_ABORTED  # TypeScript's `signal?.`
     try:
         yield from source  # `for await (const item of source) yield item`
     except Exception:
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return  # aborted: end the event stream
         raise  # any other read error goes up to the caller
-    # exercise 6 ▲
 
 
 def safe_parse_json(raw: str) -> Any:
@@ -218,12 +190,10 @@ def safe_parse_json(raw: str) -> Any:
     >>> safe_parse_json('{"path":"README.md"')
     {'_parseError': 'tool arguments were not valid JSON', 'raw': '{"path":"README.md"'}
     """
-    # exercise 7 ▼ safe_parse_json
     try:
         return json.loads(raw)
     except ValueError:
         return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
-    # exercise 7 ▲
 
 
 # ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────
@@ -244,6 +214,7 @@ def post_json_with_retry(
     because nothing has been read or shown yet. Returns None if the signal aborts
     first. Any other status raises ``ProviderError("API error <status>: <message>")``.
     """
+    signal = signal or NEVER_ABORTED
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     # beyond part 01: name the encodings read_body decodes (requests would add br/zstd when installed)
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "gzip, deflate"}
@@ -253,7 +224,7 @@ def post_json_with_retry(
     wait = sleep if sleep is not None else (lambda seconds: _sleep(seconds, signal))
     problem = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return None
         try:
             response = post(
@@ -261,7 +232,7 @@ def post_json_with_retry(
                 timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
             )  # fmt: skip
         except requests.RequestException as err:  # refused, DNS, reset, timeout before headers
-            if signal is not None and signal.aborted:
+            if signal.aborted:
                 return None
             problem = _redact(str(err), api_key)
             delay = backoff_seconds(attempt)
@@ -414,11 +385,8 @@ def interrupt_response(response: requests.Response) -> None:
             pass  # already closed: nothing is blocked on it
 
 
-def _sleep(seconds: float, signal: AbortSignal | None) -> None:
-    if signal is not None:
-        signal.wait(seconds)  # an abort ends the wait at once
-    else:
-        time.sleep(seconds)
+def _sleep(seconds: float, signal: AbortSignal) -> None:
+    signal.wait(seconds)  # a sleep that an abort ends at once
 
 
 def _redact(text: str, api_key: str | None) -> str:

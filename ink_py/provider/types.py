@@ -1,20 +1,13 @@
 """The provider's event and request shapes — mirrors Ink's ``src/provider/types.ts``.
 
-Article 2.3: the access layer turns any server's stream into four internal events,
-``LLMEvent``. The loop and the display only ever see these:
+Article §2.3: the access layer turns any server's stream into ``LLMEvent``s — the only
+things the loop and the display ever see: ``text_delta`` (a piece of visible text),
+``tool_call_start`` (a tool request began arriving — not "the tool runs now"),
+``tool_call_delta`` (one fragment of its argument string, ``jsonDelta``), ``message_end``
+(the whole reply; only now may the loop act), plus Ink's ``thinking_delta``. Plain dicts;
+the TypedDicts document them. ``LLMRequest`` is what the loop hands to ``provider.stream``.
 
-    text_delta        {"type": "text_delta", "text": "我先读一下"}        a piece of visible text
-    tool_call_start   {"type": "tool_call_start", "id": "t1", "name": "read"}
-                      a tool request began arriving (NOT "the tool runs now")
-    tool_call_delta   {"type": "tool_call_delta", "id": "t1", "jsonDelta": "{\\"path\\":\\"REA"}
-                      one fragment of that request's argument string
-    message_end       {"type": "message_end", "message": {assistant message}}
-                      the whole reply, assembled; only now may the loop act
-
-plus ``thinking_delta`` (reasoning text, e.g. DeepSeek's ``reasoning_content``), which
-Ink has and the article leaves out. All are plain dicts; the TypedDicts document them.
-
-``LLMRequest`` is what the loop hands to ``provider.stream(request)``.
+    >>> event: ToolCallDelta = {"type": "tool_call_delta", "id": "t1", "jsonDelta": '{"path":"REA'}
 """
 
 from __future__ import annotations
@@ -27,6 +20,10 @@ if TYPE_CHECKING:  # only for the annotations: types.py imports nothing at run t
     from collections.abc import Iterator
 
     from ..core.abort import AbortSignal
+
+
+class ProviderError(RuntimeError):
+    """The model server failed: an HTTP error, an error inside the stream, or a broken stream."""
 
 
 class TextDelta(TypedDict):

@@ -31,7 +31,7 @@ import os
 import stat
 from typing import Any
 
-from ..abort import AbortSignal
+from ..abort import NEVER_ABORTED, AbortSignal
 from .types import Tool, ToolOutput
 
 MAX_LINES = 2000  # most lines one call shows
@@ -63,7 +63,7 @@ def create_read_tool(workspace: str | os.PathLike[str]) -> Tool:
     root = os.path.realpath(workspace)  # the workspace may itself sit behind a symlink (/tmp on macOS)
 
     def execute(args: dict[str, Any], signal: AbortSignal | None) -> ToolOutput:
-        if signal is not None and signal.aborted:
+        if (signal or NEVER_ABORTED).aborted:
             return _error("the read was cancelled before it started.")
         path = args.get("path")
         if path is not None and not isinstance(path, str):

@@ -83,14 +83,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypedDict
 
 from ..core.messages import AssistantBlock, AssistantMessage, ToolCallBlock, Usage, empty_usage
-from .openai_completions import (
+from ..provider.openai_completions import (
     finish_tool_arguments,
     finished_message,
     map_finish_reason,
     merge_usage,
     raise_if_server_error,
 )
-from .shared import DONE, ProviderError, parse_sse
+from ..provider.shared import DONE, parse_sse
+from ..provider.types import ProviderError
 
 BlockKind = Literal["text", "thinking", "tool"]
 

@@ -64,12 +64,13 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any, TypedDict
 
-from .cli import CliParser
-from .core.abort import AbortController
-from .provider import openai_completions, shared
-from .provider.shared import DONE
-from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, wants_colour
-from .scenarios import SCENARIOS, fixture_path, fixtures_dir
+from ..arguments import CliParser
+from ..core.abort import AbortController
+from ..provider import openai_completions, shared
+from ..provider.shared import DONE
+from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, wants_colour
+from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
+from .exercises import CLOSE, OPEN
 
 # The functions whose lines a step shows: the article's core loop and the helpers it calls.
 TRACED: list[Callable[..., Any]] = [
@@ -512,16 +513,24 @@ def source_window(function: Callable[..., Any], ran: set[int], style: Style, con
         while above > first and source[above - first].strip().startswith("#"):
             show.add(above)
             above -= 1
+    marker = {n for n in range(first, last + 1) if is_marker(source[n - first])}  # course scaffolding
     out: list[str] = []
     previous = None
-    for n in sorted(show):
-        if previous is not None and n - previous == 2:  # one hidden line: show it, it costs no more than ⋮
+    for n in sorted(show - marker):
+        if previous is not None and n - previous == 2 and previous + 1 in marker:
+            pass  # only an exercise marker lies between: not the article's code, not worth a ⋮
+        elif previous is not None and n - previous == 2:  # one hidden line: show it, it costs no more than ⋮
             out.append(numbered(source, first, previous + 1, ran, style))
         elif previous is not None and n - previous > 2:
             out.append(style.dim("        ⋮"))
         out.append(numbered(source, first, n, ran, style))
         previous = n
     return out
+
+
+def is_marker(line: str) -> bool:
+    """An exercise marker line (``# exercise N ▼ …`` / ``# exercise N ▲``): never shown as code."""
+    return bool(OPEN.match(line.rstrip("\n")) or CLOSE.match(line.rstrip("\n")))
 
 
 def numbered(source: list[str], first: int, n: int, ran: set[int], style: Style) -> str:
@@ -533,7 +542,7 @@ def numbered(source: list[str], first: int, n: int, ran: set[int], style: Style)
 
 def source_label(function: Callable[..., Any]) -> str:
     path = Path(inspect.getsourcefile(function) or "?").resolve()
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]  # the checkout: labels read ink_py/…
     return str(path.relative_to(package_root)) if path.is_relative_to(package_root) else str(path)
 
 

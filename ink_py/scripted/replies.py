@@ -1,6 +1,6 @@
 """The built-in scripted model: what it answers, and the bytes it streams — no sockets here.
 
-``ink-py`` with no ``--base-url`` starts ``model_server`` (the HTTP side) and talks to it
+``ink-py`` with no ``--base-url`` starts ``server`` (the HTTP side) and talks to it
 through the real provider code, so a newcomer sees the whole loop without a network or a
 key: the model asks to ``read`` the file named in the prompt (default README.md), then
 summarises what the tool returned. This module decides that answer from the request

@@ -1,7 +1,7 @@
 """The pytest plugin behind ``ink-py exercise check``: the first failure, as plain data.
 
-``check`` (ink_py/exercises.py) runs the exercise's tests in a separate ``python -m pytest``
-with ``-p ink_py.exercise_report`` and ``INK_EXERCISE_REPORT=<file>``. These hooks (their
+``check`` (ink_py/course/exercises.py) runs the exercise's tests in a separate ``python -m pytest``
+with ``-p ink_py.course.check_plugin`` and ``INK_EXERCISE_REPORT=<file>``. These hooks (their
 names are pytest's) record how many tests passed and failed, which exercises each selected
 test belongs to, and for the first failure: the test, the parameters it was fed, the
 comparison that failed (both sides, bounded), the line in the student's copy where it

@@ -11,7 +11,7 @@ package, or any OpenAI-compatible client::
     $ curl -N http://127.0.0.1:8765/v1/chat/completions -d '{"stream": true, "messages": [...]}'
 
 Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models``.
-What to answer, and how the bytes are cut, is decided in ``scripted_model`` (pure logic);
+What to answer, and how the bytes are cut, is decided in ``replies`` (pure logic);
 this module only reads requests and writes the replies' pieces with ``delay`` seconds
 between them. Worked example — nothing here opens a socket until you ask::
 
@@ -36,7 +36,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .scripted_model import (
+from ..arguments import CliParser, non_negative_float, port_number
+from .replies import (
     DEFAULT_SCENARIO,
     MODEL_ID,
     SSE_TYPE,
@@ -223,28 +224,22 @@ def _model_entry(model_id: str) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="ink-py serve-model",
         description="Serve ink_py's scripted model as an OpenAI-compatible Chat Completions endpoint.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: any free port)")
-    parser.add_argument("--scenario", default=DEFAULT_SCENARIO, help=f"one of: {', '.join(scenario_names())}")
-    parser.add_argument("--delay", type=float, default=DEFAULT_DELAY, help="seconds between writes (default 0.02)")
-    args = parser.parse_args(argv)
-    if args.delay < 0:
-        parser.error("--delay must not be negative")
-    return args
+    parser.add_argument("--port", type=port_number, default=0, help="port to listen on (default 0: any free port)")
+    parser.add_argument("--scenario", default=DEFAULT_SCENARIO, choices=scenario_names(), help="what it answers")
+    parser.add_argument(
+        "--delay", type=non_negative_float, default=DEFAULT_DELAY, help="seconds between writes (default 0.02)"
+    )
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``ink-py serve-model``: print the base URL first, serve until Ctrl-C, exit 0."""
     args = parse_args(argv)
-    if args.scenario not in scenario_names():
-        print(
-            f"error: unknown scenario {args.scenario!r}; choose one of: {', '.join(scenario_names())}", file=sys.stderr
-        )
-        return 2
     try:
         server = start_model_server(args.host, args.port, args.scenario, args.delay)
     except OSError as err:

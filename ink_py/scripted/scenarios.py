@@ -68,7 +68,7 @@ SCENARIOS: dict[str, Scenario] = {
 def fixtures_dir() -> Path:
     """``fixtures/`` of the source checkout, or the copy a regular install puts in <prefix>/share."""
     for candidate in (
-        Path(__file__).resolve().parent.parent / "fixtures",
+        Path(__file__).resolve().parents[2] / "fixtures",
         Path(sys.prefix) / "share" / "ink_py" / "fixtures",
     ):
         if (candidate / "article").is_dir():

@@ -13,42 +13,34 @@ stubs more regions in the same copy and leaves every other line alone. The check
 the project's own tests: ``pytest --impl my_ink -m ex3`` runs exactly the tests that
 check the reference, through the ``ink`` fixture of ``tests/conftest.py``.
 
-Marker grammar — stubs are cut from the reference source, never kept by hand::
+Where an exercise is — stubs are cut from the reference source, never kept by hand:
 
-    def parse_frame(frame: str) -> SseEvent | None:
-        \"\"\"The docstring stays.\"\"\"
-        # exercise 1 ▼ parse_frame      opens a region: "# exercise N ▼", then an optional title
-        event = "message"  # …          the region: what the student writes
-        …
-        # exercise 1 ▲                  closes it: "# exercise N ▲", at the same indentation
+- a whole function is named in the exercise's ``functions`` (``"provider/shared.py:parse_frame"``)
+  and found by name with ``ast``: its body after the docstring is the region, so the
+  reference carries no scaffolding at all;
+- part of a function (the ①②③ steps of ``assemble_stream``, the ``_parseError`` branch) is
+  marked in the source: ``# exercise N ▼ title`` opens a region, ``# exercise N ▲`` at the
+  same indentation closes it. Regions do not nest; their code sits at the markers'
+  indentation, never less (anything a single ``raise`` can replace).
 
-- The region's code sits at the markers' indentation, never less (a function body, the
-  body of a loop or of an ``elif`` branch — anything a single ``raise`` can replace).
-- Regions do not nest. An exercise may have several, in any modules of the package.
-- The stub keeps both marker lines and puts, at their indentation, the region's comments
-  as ``# TODO:`` lines and one ``raise NotImplementedError("exercise N not written yet: …
-  — see walkthrough.md §…")``. So it compiles wherever the region was, the signature and
-  docstring stay, and the marker lines let the copy be checked and stubbed again.
-
-Worked example::
+A stub puts, at the region's indentation, the region's comments as ``# TODO:`` lines and
+one ``raise NotImplementedError("exercise N not written yet: … — see walkthrough.md §…")``.
+So it compiles wherever the region was, the signature and docstring stay, and the copy
+can be checked and stubbed again. Worked example::
 
     >>> source = '''def map_finish_reason(reason):
     ...     \"\"\"The server's finish_reason → Ink's stopReason.\"\"\"
-    ...     # exercise 5 ▼ map_finish_reason
     ...     return {"stop": "end_turn"}.get(reason)  # an unknown reason → None
-    ...     # exercise 5 ▲
     ... '''
     >>> print(stub_source(source, 5))  # doctest: +ELLIPSIS
     def map_finish_reason(reason):
         \"\"\"The server's finish_reason → Ink's stopReason.\"\"\"
-        # exercise 5 ▼ map_finish_reason
         # TODO: an unknown reason → None
         raise NotImplementedError("exercise 5 not written yet: ... — see walkthrough.md §4.1, §4.4")
-        # exercise 5 ▲
     <BLANKLINE>
 
 ``check`` runs ``python -m pytest --impl DIR -m exN -x`` from the source checkout with
-``ink_py/exercise_report.py`` loaded as a pytest plugin: its hooks write the first
+``ink_py/course/check_plugin.py`` loaded as a pytest plugin: its hooks write the first
 failure — what the test fed in, what it expected, what came back — to a JSON file, which
 ``check`` turns into a few plain lines. A progress file, ``DIR/.exercises.json``, marks the
 folder as a copy made here and remembers started exercises, check results and hints shown.
@@ -56,6 +48,7 @@ folder as a copy made here and remembers started exercises, check results and hi
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import json
@@ -71,7 +64,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, TypedDict
 
-PACKAGE_DIR = Path(__file__).resolve().parent  # the reference the stubs are cut from
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reference the stubs are cut from
 SOURCE_ROOT = PACKAGE_DIR.parent  # a source checkout: tests/ lives here
 DEFAULT_DIR = "my_ink"
 STATE_FILE = ".exercises.json"
@@ -80,6 +73,7 @@ REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the pl
 
 
 class Exercise(TypedDict):
+    functions: list[str]  # whole functions the student writes, "module path:qualified name"
     slug: str
     title: str  # what the student writes
     section: str  # in walkthrough.md, which follows the article's numbering
@@ -97,6 +91,7 @@ class Region(TypedDict):
 
 EXERCISES: dict[int, Exercise] = {
     1: {
+        "functions": ["provider/shared.py:parse_frame"],
         "slug": "parse-frame",
         "title": "parse_frame: event name, data lines, JSON, [DONE]",
         "section": "§2.1",
@@ -115,6 +110,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     2: {
+        "functions": ["provider/shared.py:parse_sse"],
         "slug": "parse-sse",
         "title": "parse_sse: the buffer, cutting frames, UTF-8 split across reads",
         "section": "§2.1",
@@ -135,6 +131,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     3: {
+        "functions": [],
         "slug": "text-delta",
         "title": "text accumulation and text_delta",
         "section": "§2 ①",
@@ -150,6 +147,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     4: {
+        "functions": [],
         "slug": "tool-calls",
         "title": "tool-call fragments by index: tool_call_start, tool_call_delta, a late name",
         "section": "§2.2",
@@ -169,6 +167,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     5: {
+        "functions": ["provider/openai_completions.py:map_finish_reason"],
         "slug": "finish-reason",
         "title": "the finish-reason check and map_finish_reason",
         "section": "§4.1, §4.4",
@@ -185,6 +184,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     6: {
+        "functions": ["provider/shared.py:abort_safe"],
         "slug": "abort-safe",
         "title": "abort_safe: an abort ends the stream quietly, other errors propagate",
         "section": "§4.2",
@@ -198,6 +198,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     7: {
+        "functions": ["provider/shared.py:safe_parse_json"],
         "slug": "safe-parse-json",
         "title": "safe_parse_json and blocking unparseable arguments",
         "section": "§4.3",
@@ -214,6 +215,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
     },
     8: {
+        "functions": ["core/loop.py:fail_tool_calls_from_truncated_message"],
         "slug": "truncated-calls",
         "title": "fail_tool_calls_from_truncated_message",
         "section": "§4.4",
@@ -229,9 +231,10 @@ EXERCISES: dict[int, Exercise] = {
             'complete arguments."',
         ],
     },
-    # Skipped until ink_py/provider/chunks.py has "# exercise 9 ▼" markers: everything here
-    # finds its regions by scanning the source, so exercise 9 turns on by itself then.
+    # Skipped until ink_py/second_article/chunks.py has "# exercise 9 ▼" markers (or "functions"
+    # here): everything finds its regions in the source, so exercise 9 turns on by itself then.
     9: {
+        "functions": [],
         "slug": "chunk-concat",
         "title": "chunk concat: merge message chunks field by field (second article)",
         "section": "§6.1",
@@ -271,7 +274,10 @@ PRAGMA = re.compile(r"^(type:|noqa|fmt:|pragma)")  # tool directives, not prose
 
 
 def find_regions(text: str, where: str = "<source>") -> list[Region]:
-    """Every marked region of ``text``, in order; MarkerError if the markers break the grammar.
+    """Every exercise region of ``text`` — whole functions and marked parts — in order.
+
+    MarkerError if the markers break the grammar. The table's function names are unique
+    in the package, so a function is found by its qualified name in whichever file it is.
 
     >>> regions = find_regions("x = 1\\n# exercise 2 ▼\\ny = 2\\n# exercise 2 ▲\\n")
     >>> [(r["number"], r["start"], r["end"]) for r in regions]
@@ -306,7 +312,43 @@ def find_regions(text: str, where: str = "<source>") -> list[Region]:
         raise MarkerError(
             f"{where}:{open_region['start'] + 1}: exercise {open_region['number']}'s region is never closed"
         )
-    return regions
+    return sorted(regions + function_regions(text), key=lambda region: region["start"])
+
+
+def function_regions(text: str) -> list[Region]:
+    """The regions of the table's whole-function exercises defined in ``text``: each body after its docstring.
+
+    >>> [(r["number"], r["start"], r["end"]) for r in function_regions("def abort_safe(s, x):\\n    yield from s\\n")]
+    [(6, 0, 2)]
+    """
+    wanted = {entry.partition(":")[2]: number for number, ex in EXERCISES.items() for entry in ex["functions"]}
+    if not any(f"def {name.rpartition('.')[2]}(" in text for name in wanted):
+        return []  # most modules hold none: skip the parse
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # a student's file that does not parse yet: its markers still count
+    found: list[Region] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = prefix + child.name
+                if name in wanted and not isinstance(child, ast.ClassDef):
+                    body = child.body
+                    has_doc = isinstance(body[0], ast.Expr) and isinstance(
+                        getattr(body[0], "value", None), ast.Constant
+                    )
+                    after = body[0].end_lineno if has_doc and len(body) > 1 else body[0].lineno - 1
+                    first = body[1] if has_doc and len(body) > 1 else body[0]
+                    found.append(
+                        {"number": wanted[name], "start": (after or 1) - 1, "end": child.end_lineno or 0,
+                         "indent": " " * first.col_offset}
+                    )  # fmt: skip
+                visit(child, name + ".")
+
+    visit(tree, "")
+    return found
 
 
 def region_comments(text: str, region: Region) -> list[str]:
@@ -364,11 +406,16 @@ def package_regions(package: Path = PACKAGE_DIR) -> dict[int, list[tuple[str, Re
     """Exercise number → its regions as (module path inside the package, region), in source order."""
     found: dict[int, list[tuple[str, Region]]] = {}
     for path in sorted(package.rglob("*.py")):
-        if "__pycache__" in path.parts or path.name == "exercises.py":  # this file only quotes markers
+        if "__pycache__" in path.parts or path.name == "exercises.py":  # this file only quotes them
             continue
         relative = path.relative_to(package).as_posix()
         for region in find_regions(path.read_text(encoding="utf-8"), relative):
             found.setdefault(region["number"], []).append((relative, region))
+    for number, exercise in EXERCISES.items():
+        for entry in exercise["functions"]:
+            relative, _, name = entry.partition(":")
+            if not any(where == relative for where, _ in found.get(number, [])):
+                raise MarkerError(f"{relative}: exercise {number}'s function {name} is not defined there")
     return found
 
 
@@ -622,7 +669,7 @@ def check_arguments(folder: Path, number: int) -> list[str]:
     """What ``check`` runs after ``python -m pytest``: exercise N's tests on the copy, up to the first failure."""
     return [
         "--impl", str(folder.resolve()), "-m", f"ex{number}", "-x", "-q", "--tb=no", "--no-header",
-        "-p", "no:cacheprovider", "-p", f"{__package__}.exercise_report", *marked_test_files(number),
+        "-p", "no:cacheprovider", "-p", f"{__package__}.check_plugin", *marked_test_files(number),
     ]  # fmt: skip
 
 
@@ -824,7 +871,7 @@ def parse_arguments(argv: list[str]) -> tuple[str, list[str], Path]:
 def main(argv: list[str] | None = None) -> int:
     """``ink-py exercise …``: 0 done (or green), 1 a usage mistake (or red)."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    if not argv or argv[0] == "help" or "-h" in argv or "--help" in argv:  # --help after any command too
         print(USAGE)
         return 0
     try:

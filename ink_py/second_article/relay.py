@@ -84,16 +84,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from .cli import DEFAULT_SYSTEM, CliParser, UsageError, positive_int, resolve_endpoint
-from .core.abort import AbortController
-from .core.loop import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TOKENS, AgentEvent, run_agent_loop
-from .core.parallel import execute_tool_batch_parallel
-from .core.tools.read import create_read_tool
-from .provider.openai_completions import OpenAICompletionsProvider
-from .provider.shared import ProviderError
-from .provider.types import LLMProvider
-from .runner import first_line
-from .scenarios import SCENARIOS
+from ..arguments import CliParser, UsageError, port_number, positive_int
+from ..cli import DEFAULT_SYSTEM, add_endpoint_arguments, resolve_endpoint
+from ..core.abort import AbortController
+from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS, AgentEvent, run_agent_loop
+from ..core.tools.read import create_read_tool
+from ..provider.openai_completions import OpenAICompletionsProvider
+from ..provider.types import LLMProvider, ProviderError
+from ..runner import first_line
 
 MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
 KEEP_ALIVE_SECONDS = 5.0  # longest silence on an open stream (well under common 30-60 s proxy timeouts)
@@ -268,7 +266,7 @@ class RelayServer(ThreadingHTTPServer):
         max_turns: int,
         max_tokens: int,
         keep_alive_seconds: float,
-        execute_batch: Callable[..., None] | None,
+        max_concurrent: int,
     ) -> None:
         super().__init__(address, _Handler)
         self.provider_factory = provider_factory  # one provider (one HTTP session) per run
@@ -278,7 +276,7 @@ class RelayServer(ThreadingHTTPServer):
         self.max_turns = max_turns
         self.max_tokens = max_tokens
         self.keep_alive_seconds = keep_alive_seconds
-        self.execute_batch = execute_batch
+        self.max_concurrent = max_concurrent
         host, port = self.server_address[:2]
         self.url = f"http://{host}:{port}/"
         self.loopback = is_loopback(host)
@@ -333,10 +331,10 @@ def make_relay_server(
     host: str = "127.0.0.1",
     port: int = 0,
     system: str = DEFAULT_SYSTEM,
-    max_turns: int = DEFAULT_MAX_ITERATIONS,
+    max_turns: int = DEFAULT_MAX_TURNS,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
-    execute_batch: Callable[..., None] | None = execute_tool_batch_parallel,
+    max_concurrent: int = MAX_CONCURRENT_TOOLS,
 ) -> RelayServer:
     """Bind the relay (OSError if the port is taken); call ``.start()`` or ``.serve_forever()``.
 
@@ -352,7 +350,7 @@ def make_relay_server(
         max_turns=max_turns,
         max_tokens=max_tokens,
         keep_alive_seconds=keep_alive_seconds,
-        execute_batch=execute_batch,
+        max_concurrent=max_concurrent,
     )
 
 
@@ -373,10 +371,10 @@ def run_query(server: RelayServer, query: str, channel: SseChannel, controller: 
             history=[],  # one question per stream: the page keeps no conversation
             user_message=query,
             max_tokens=server.max_tokens,
-            max_iterations=server.max_turns,
+            max_turns=server.max_turns,
             on_event=on_event,
             signal=controller.signal,  # ours alone: ctrl_c_aborts is for the terminal's main thread
-            execute_batch=server.execute_batch,
+            max_concurrent=server.max_concurrent,
         )
     except (ProviderError, requests.RequestException, OSError) as err:
         channel.send("error", {"message": str(err)})
@@ -495,28 +493,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")
     parser.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
+    add_endpoint_arguments(parser)
     parser.add_argument(
-        "--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="a real endpoint (env OPENAI_BASE_URL)"
-    )
-    parser.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
-    parser.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
-    parser.add_argument(
-        "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
-    )
-    parser.add_argument(
-        "--max-turns", type=positive_int, default=DEFAULT_MAX_ITERATIONS, help="stop a run after this many replies"
+        "--max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, help="stop a run after this many replies"
     )
     return parser.parse_args(argv)
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 65535")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
