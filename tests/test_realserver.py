@@ -208,3 +208,12 @@ def test_python_api_function_calling_auto_is_a_provider_error(ink, function_call
     request = {"messages": [{"role": "user", "content": "Read README.md"}], "tools": [read_tool(ink, workspace)]}
     with pytest.raises(ink.shared.ProviderError, match=r"^the server sent an empty response body \(HTTP 200"):
         stream(ink, function_calling_server, dict(request, toolChoice="auto", maxTokens=24))
+
+
+def test_python_api_required_with_one_tool_is_honoured_by_the_function_calling_format(
+    ink, function_calling_server, workspace
+):
+    """The string "required" gets an empty body from this format; with one tool ink_py names it."""
+    request = {"messages": [{"role": "user", "content": "Read README.md"}], "tools": [read_tool(ink, workspace)]}
+    message = stream(ink, function_calling_server, dict(request, toolChoice="required", maxTokens=48))[-1]["message"]
+    assert [b["name"] for b in message["blocks"] if b["type"] == "toolCall"] == ["read"]
