@@ -46,13 +46,13 @@ from .shared import (
     DONE,
     SseEvent,
     abort_safe,
-    interrupt_response,
     parse_sse,
     post_json_with_retry,
     read_at_most,
     read_body,
     safe_parse_json,
     server_message,
+    stream_reply,
 )
 from .types import LLMEvent, LLMRequest, ProviderError
 
@@ -431,14 +431,7 @@ class OpenAICompletionsProvider:
             return  # aborted before the reply started
         note = EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""
         reads = reply_body(self.read(response), response.headers.get("Content-Type", ""), note)  # beyond §2
-        # An abort must wake a read blocked in this thread: the listener shuts the socket.
-        wake = lambda: interrupt_response(response)  # noqa: E731
-        signal.add_listener(wake)
-        try:
-            yield from assemble_stream(reads, signal)
-        finally:
-            signal.remove_listener(wake)
-            response.close()
+        yield from stream_reply(response, reads, signal, assemble_stream)  # closes it after
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""
