@@ -466,11 +466,13 @@ PANELS = ("本次收到", "接入层暂存", "交给 Agent 循环", "执行的�
 
 
 def every_step():
-    for name, scenario in SCENARIOS.items():
-        frames = demo.split_frames(fixture_path(scenario["fixture"]).read_bytes())
-        steps = demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None)
-        for number in range(1, len(steps) + 1):
-            yield name, number, steps
+    for api, dialect in demo.DIALECTS.items():
+        for name, scenario in SCENARIOS.items():
+            fixture = scenario["fixture"].replace("article/", dialect["folder"] + "/")
+            frames = demo.split_frames(fixture_path(fixture).read_bytes())
+            steps = demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
+            for number in range(1, len(steps) + 1):
+                yield f"{api} {name}", number, steps
 
 
 @pytest.mark.parametrize("columns, rows", [(80, 24), (140, 45)])
@@ -550,3 +552,14 @@ def test_a_recording_cannot_move_the_terminals_cursor_or_colour_it(tmp_path):
     assert done.returncode == 0 and "红" in done.stdout
     assert not any(char in done.stdout for char in "\x1b\r\x07")
     assert "\\x1b[2J" in done.stdout
+
+
+def test_the_page_of_each_dialect_shows_that_dialects_code():
+    for api, dialect in demo.DIALECTS.items():
+        args = demo.build_parser().parse_args(["--web", "--api", api, "abort"])
+        pages, code = demo.web_recordings(args), demo.code_view(api)
+        assert next(iter(pages)) == "abort"  # the scenario named opens first
+        module = dialect["module"]
+        assert code["assemble_stream"]["first"] == inspect.getsourcelines(module.assemble_stream)[1]
+        ran = {name for step in pages["readme"]["steps"] for name in step["lines"]}
+        assert "assemble_stream" in ran and ran <= set(code)
