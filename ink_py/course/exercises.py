@@ -993,7 +993,8 @@ def plain_words(failure: dict[str, Any]) -> tuple[str, str, str]:
         return fed, failure.get("test_line", "").removeprefix("assert "), got
     if kind == "did_not_raise":
         raised = raises or failure["message"].removeprefix("DID NOT RAISE").strip()
-        call = f" from  {failure['test_line']}" if failure.get("test_line") else ""
+        line = failure.get("test_line") or ""
+        call = f" from  {line}" if line and not line.startswith("with ") else ""  # not `with pytest.raises(…)`
         return fed, f"{raised} to propagate{call}", "no error: it never reached the caller (swallowed, or never raised)"
     if raises:  # another error than the one the test waits for
         return (
