@@ -563,3 +563,21 @@ def test_the_page_of_each_dialect_shows_that_dialects_code():
         assert code["assemble_stream"]["first"] == inspect.getsourcelines(module.assemble_stream)[1]
         ran = {name for step in pages["readme"]["steps"] for name in step["lines"]}
         assert "assemble_stream" in ran and ran <= set(code)
+
+
+def test_demo_web_prints_its_url_first_serves_the_page_and_stops_on_ctrl_c():
+    import urllib.request
+
+    argv, env = command("--web", "--port", "0")
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
+        with urllib.request.urlopen(url + "scenarios.json", timeout=30) as response:
+            names = [choice["name"] for choice in json.loads(response.read())["scenarios"]]
+        assert names == list(SCENARIOS)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in stderr and "Ctrl-C stops" in stderr
