@@ -31,6 +31,7 @@ from .provider.anthropic_messages import AnthropicMessagesProvider
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.openai_responses import OpenAIResponsesProvider
 from .provider.recording import RECORDING
+from .provider.shared import one_line
 from .provider.types import ProviderError
 from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt, terminal_safe
 from .scripted.scenarios import SCENARIOS
@@ -81,6 +82,13 @@ def build_parser() -> CliParser:
         choices=["ink", "filtered"],
         default="ink",
         help="ink: show tool arguments as they stream in; filtered: only say a call is being prepared",
+    )
+    run.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="auto|required|none|NAME",
+        help="what the model is told about calling tools; NAME forces that tool on the first turn only, "
+        "then auto (default: auto; see the README)",
     )
     run.add_argument(
         "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print(f"error: {terminal_safe(str(err))}", file=sys.stderr)  # a server's words: neutralised
+        print(f"error: {terminal_safe(one_line(str(err)))}", file=sys.stderr)  # one line, neutralised
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
@@ -183,6 +191,8 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
 
 
 def run_agent(args: argparse.Namespace) -> int:
+    tools = [create_read_tool(args.workspace)]
+    check_tool_choice(args.tool_choice, [tool["name"] for tool in tools])
     base_url, model, api_key, server = resolve_endpoint(args)
     if server is not None:
         print(
@@ -197,18 +207,24 @@ def run_agent(args: argparse.Namespace) -> int:
             model=model,
             system=args.system,
             prompt=args.prompt,
-            tools=[create_read_tool(args.workspace)],
+            tools=tools,
             max_turns=args.max_turns,
             max_tokens=args.max_tokens,
             max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
             display=args.display,
             trace=trace,
+            tool_choice=args.tool_choice,
         )
     finally:
         if trace is not None:
             trace.close()
         if server is not None:
             server.close()
+
+
+def check_tool_choice(choice: str, names: list[str]) -> None:
+    if choice not in ("auto", "required", "none", *names):
+        raise UsageError(f"--tool-choice {choice}: not auto, required, none or a tool's name ({', '.join(names)})")
 
 
 def create_provider(

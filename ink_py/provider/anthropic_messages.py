@@ -289,6 +289,10 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
         body["tools"] = [
             {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in tools
         ]
+        choice = request.get("toolChoice") or "auto"
+        if choice != "auto":  # beyond §2: ink-py --tool-choice, in this dialect's words
+            kinds = {"required": {"type": "any"}, "none": {"type": "none"}}
+            body["tool_choice"] = kinds.get(choice) or {"type": "tool", "name": choice}
     return body
 
 

@@ -259,7 +259,8 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
             }
             for t in tools
         ]
-        body["tool_choice"] = "auto"
+        choice = request.get("toolChoice") or "auto"  # beyond §2: ink-py --tool-choice; a name is flat here
+        body["tool_choice"] = choice if choice in ("auto", "required", "none") else {"type": "function", "name": choice}
     return body
 
 

@@ -219,7 +219,7 @@ def abort_safe(source: Iterable[T], signal: AbortSignal | None) -> Iterator[T]:
     An abort closes the connection, so the pending read fails. That failure is the
     cancellation itself, not a fault: end quietly. Any other error propagates.
     """
-    signal = signal or NEVER_ABORTED  # TypeScript's `signal?.`
+    signal = signal or NEVER_ABORTED  # signal may be None: TypeScript's `signal?.`
     try:
         yield from source  # `for await (const item of source) yield item`
     except Exception:
@@ -301,7 +301,13 @@ def post_json_with_retry(
     signal = signal or NEVER_ABORTED
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     extra = headers or {}
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **extra}
+    # beyond part 01: name the encodings read_body decodes (requests would add br/zstd when installed)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+        "Accept-Encoding": "gzip, deflate",
+        **extra,
+    }
     if api_key:
         headers[key_header] = f"Bearer {api_key}" if key_header == "Authorization" else api_key
     key_env = "OPENAI_API_KEY" if key_header == "Authorization" else "ANTHROPIC_API_KEY"  # for the 401 hint
@@ -471,12 +477,14 @@ def api_error(
 
 
 def server_message(payload: Any) -> str:
-    """The human part of a server's error payload, whatever its shape.
+    """The human part of a server's error payload, whatever its shape, on one line.
 
     >>> server_message({"error": {"message": "model not found", "type": "invalid_request_error"}})
     'model not found'
     >>> server_message({"detail": "Not Found"})
     'Not Found'
+    >>> server_message({"error": {"message": "2 validation errors:\\n  content\\n    field required"}})
+    '2 validation errors: content field required'
     """
     if isinstance(payload, dict):
         for key in ("error", "message", "detail", "msg"):
@@ -484,8 +492,16 @@ def server_message(payload: Any) -> str:
                 return server_message(payload[key])
         return json.dumps(payload, ensure_ascii=False)[:500]
     if isinstance(payload, str):
-        return payload.strip()[:500]
+        return one_line(payload)[:500]
     return json.dumps(payload, ensure_ascii=False)[:500]
+
+
+def one_line(text: str) -> str:
+    """Fold a multi-line message onto one line; control characters become spaces.
+
+    Beyond part 01: a server's message reaches the terminal as one ``error: …`` line.
+    """
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def read_body(response: requests.Response) -> Iterator[bytes]:
@@ -499,15 +515,29 @@ def read_body(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
     while True:
         try:
-            data = raw.read1(READ_SIZE)
+            data = raw.read1(READ_SIZE, decode_content=True)  # beyond §2.1: gzip/deflate bodies decoded
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError, ValueError, AttributeError) as err:
             # ValueError/AttributeError: the response was closed under us (an abort does that)
             if isinstance(err, urllib3.exceptions.ReadTimeoutError):
                 raise ProviderError(f"the server sent nothing for {READ_TIMEOUT_SECONDS:.0f} s") from err
+            if isinstance(err, urllib3.exceptions.DecodeError):
+                encoding = response.headers.get("Content-Encoding", "")
+                raise ProviderError(f"the reply claims Content-Encoding {encoding!r} but does not decode") from err
             raise ProviderError(f"the connection broke while reading the reply: {err}") from err
         if not data:
             return
         yield data
+
+
+def read_at_most(head: bytes, reads: Iterable[bytes], limit: int) -> bytes:
+    """``head`` and the rest of the body, joined; ProviderError past ``limit`` bytes."""
+    parts, size = [head], len(head)
+    for data in reads:
+        parts.append(data)
+        size += len(data)
+        if size > limit:
+            raise ProviderError(f"the reply is larger than {limit // (1024 * 1024)} MB; not read further")
+    return b"".join(parts)
 
 
 def stream_reply(
