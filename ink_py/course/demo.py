@@ -69,7 +69,7 @@ from ..arguments import CliParser, port_number
 from ..core.abort import AbortController
 from ..provider import anthropic_messages, openai_completions, openai_responses, shared
 from ..provider.shared import DONE
-from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, wants_colour
+from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, terminal_safe, wants_colour
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
 from .exercises import CLOSE, OPEN
 
@@ -449,7 +449,8 @@ def panel_blocks(step: Step, style: Style) -> list[tuple[str, list[str]]]:
     if shown:
         blocks.append((style.bold("交给显示层"), indent([event_line(e) for e in shown])))
     blocks.append((style.bold("交给 Agent 循环"), indent(loop_text(step))))
-    return blocks
+    # json.dumps leaves C1 controls (U+0080–U+009F) raw: every panel line is made terminal-safe too.
+    return [(heading, [terminal_safe(line) for line in lines]) for heading, lines in blocks]
 
 
 def fit_screen(

@@ -95,10 +95,10 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             saw_done = True  # beyond §2.1: the end marker; nothing follows it
             break
         raise_if_server_error(sse)  # beyond §2: an error in the stream is never a reply
-        # Beyond §2: each field is checked for its JSON type, so a malformed chunk is named, not a crash.
-        choices = field(chunk, "choices", list) or []  # usage-only chunks have no choices[0]
-        choice = field({"choices[0]": choices[0]}, "choices[0]", dict, required=True) if choices else {}
-        delta = field(choice, "delta", dict) or {}  # Azure sends choices without a delta
+        check_chunk_shape(chunk)  # beyond §2: a field of the wrong JSON type is named, not a crash
+        choices = chunk.get("choices") or []  # usage-only chunks have no choices[0]
+        choice = choices[0] if choices else {}
+        delta = choice.get("delta") or {}  # Azure sends choices without a delta
 
         # ① Save the text and tell the display at once.
         # exercise 3 ▼ text accumulation
@@ -121,16 +121,13 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             yield {"type": "thinking_delta", "text": reasoning}
 
         # ② Keep each tool request and its argument fragments by index (§2.2).
-        for position, tc in enumerate(field(delta, "tool_calls", list) or []):
-            tc = field({"tool_calls[]": tc}, "tool_calls[]", dict, required=True)
+        for position, tc in enumerate(delta.get("tool_calls") or []):
             # exercise 4 ▼ tool-call fragments
             index = tc.get("index", position)  # beyond §2.2: Gemini sends no index
-            if not isinstance(index, str):  # a number, as the API says (a string index is tolerated)
-                field({"index": index}, "index", int, required=True)
             block = tool_by_index.get(index)
-            function = field(tc, "function", dict) or {}
-            name = field(function, "name", str)
-            tc_id = field(tc, "id", str)  # "" on DashScope's continuation chunks: not a new id
+            function = tc.get("function") or {}
+            name = function.get("name")
+            tc_id = tc.get("id")  # "" on DashScope's continuation chunks: not a new id
             if block is not None and tc_id and tc_id != block["id"] and index not in invented_ids:
                 # Beyond §2.2: a new id at an occupied index is a new call (Ollama sends
                 # parallel calls all at index 0); the previous one is complete.
@@ -152,7 +149,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             elif name and block["name"] == "":
                 block["name"] = str(name)  # the name may arrive a chunk after the id
 
-            fragment = field(function, "arguments", str) or ""
+            fragment = function.get("arguments") or ""
             if fragment != "":
                 tool_raw_by_index[index].append(fragment)  # only this index's string grows
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
@@ -160,17 +157,13 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ③ Note the finish reason the server gives (§4.1, §4.4); keep reading to the end.
         # exercise 5 ▼ finish reason
-        if field(choice, "finish_reason", str) is not None:
+        if choice.get("finish_reason") is not None:
             saw_finish = True
             stop_reason = map_finish_reason(choice["finish_reason"])  # no break: usage often comes later
         # exercise 5 ▲
 
         # Usage: usually a last chunk with no choices; Moonshot puts it in choices[0].
-        reported = (
-            field(chunk, "usage", dict)
-            or field(choice, "usage", dict)
-            or field(field(chunk, "x_groq", dict) or {}, "usage", dict)
-        )
+        reported = chunk.get("usage") or choice.get("usage") or (chunk.get("x_groq") or {}).get("usage")
         if reported:
             merge_usage(usage, reported)
 
@@ -267,6 +260,33 @@ def field(container: dict[str, Any], key: str, expected: type, required: bool = 
     raise ProviderError(
         f'the server sent a malformed chunk: "{key}" is {json_type(value)}, expected {JSON_TYPE_NAMES[expected]}'
     )
+
+
+def check_chunk_shape(chunk: dict[str, Any]) -> None:
+    """Every field ``assemble_stream`` reads has the JSON type the API gives it (or is absent);
+    otherwise ProviderError names the field: the fault is the server's, and one line says so.
+
+    >>> try:
+    ...     check_chunk_shape({"choices": [{"delta": {"tool_calls": {"index": 0}}}]})
+    ... except ProviderError as err:
+    ...     print(err)
+    the server sent a malformed chunk: "tool_calls" is an object, expected an array
+    """
+    choices = field(chunk, "choices", list) or []
+    choice = field({"choices[0]": choices[0]}, "choices[0]", dict, required=True) if choices else {}
+    field(choice, "finish_reason", str)
+    field(choice, "usage", dict)
+    field(field(chunk, "x_groq", dict) or {}, "usage", dict)
+    field(chunk, "usage", dict)
+    delta = field(choice, "delta", dict) or {}
+    for tc in field(delta, "tool_calls", list) or []:
+        tc = field({"tool_calls[]": tc}, "tool_calls[]", dict, required=True)
+        if "index" in tc and not isinstance(tc["index"], str):  # a number (a string index is tolerated)
+            field(tc, "index", int, required=True)
+        field(tc, "id", str)
+        function = field(tc, "function", dict) or {}
+        field(function, "name", str)
+        field(function, "arguments", str)
 
 
 def usage_count(reported: dict[str, Any], key: str) -> int:
