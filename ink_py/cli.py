@@ -18,8 +18,10 @@ import argparse
 import bdb
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import requests
 
@@ -29,13 +31,19 @@ from .core.tools.read import create_read_tool
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.recording import RecordingProvider
 from .provider.types import ProviderError
-from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TRUNCATED, paint, run_prompt, wants_colour
 from .scripted.scenarios import SCENARIOS
 
 if TYPE_CHECKING:
     from .scripted.server import ModelServer
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
+DELAY_NOTE = "                         (default 0.02, a long reply paced to take about 1.5 s; 0: no pauses)"
+CHAT_HINT = "(ink-py answers one prompt and ends; `ink-py chat` keeps the conversation — send 继续 there)"
+ABORT_NOTICE = (
+    "(the abort scenario: the model stops mid tool call and stays silent, waiting for you — press Ctrl-C "
+    "to abort the reply, as §4.2 does)"
+)
 SCRIPTED_MODEL = "ink-scripted"
 DEFAULT_SYSTEM = (
     "You are ink, a small coding agent. Answer the user's question about the project in the workspace. "
@@ -44,16 +52,24 @@ DEFAULT_SYSTEM = (
 )
 
 
-def build_parser() -> CliParser:
+def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "") -> CliParser:
+    """``ink-py``'s flags; ``ink-py chat`` (another ``prog``) takes the same ones but no prompt."""
     commands = "\n".join(f"  ink-py {name:<12} {help_text}" for name, (_, help_text) in COMMANDS.items())
     parser = CliParser(
-        prog="ink-py",
-        description="Stream a Chat Completions reply, assemble it, and let a tiny agent loop read files to answer.",
-        epilog=f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
-        "limit, 3 stopped at max turns, 130 interrupted",
+        prog=prog,
+        description=description
+        or "Stream a Chat Completions reply, assemble it, and let a tiny agent loop read files to answer.",
+        epilog=epilog
+        or f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
+        "limit, 3 stopped at max turns, 130 interrupted\n\nenvironment:\n"
+        "  OPENAI_BASE_URL, OPENAI_API_KEY, INK_MODEL   read when the flags are absent\n"
+        f"  INK_SCRIPTED_DELAY=S   the built-in model pauses S seconds between writes\n{DELAY_NOTE}\n"
+        "  NO_COLOR               no colour",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})")
+    if prog == "ink-py":
+        parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT}")
+    parser.add_argument("--version", action="version", version=f"ink-py {package_version()}")
     add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
     run = parser.add_argument_group("the run")
     run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
@@ -92,19 +108,50 @@ def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.prompt.strip():
+        print_error("the prompt is empty: ask a question (or leave the prompt out for the README task)")
+        return EXIT_ERROR
     try:
-        return run_agent(args)
+        code = run_agent(args)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print_error(str(err))
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
             raise
-        print(f"error: internal error ({type(err).__name__}: {err}); INK_DEBUG=1 shows the traceback", file=sys.stderr)
+        print_error(f"internal error ({type(err).__name__}: {err}); INK_DEBUG=1 shows the traceback")
         return EXIT_ERROR
+    if code == EXIT_TRUNCATED:  # §4.4's advice needs a conversation to follow it in
+        print(CHAT_HINT, file=sys.stderr)
+    return code
+
+
+def print_error(message: str) -> None:
+    """The one ``error: …`` line, red on a terminal (like the other error lines)."""
+    print(paint(f"error: {message}", "31", wants_colour(sys.stderr)), file=sys.stderr)
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("ink_py")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
+def check_base_url(url: str) -> str:
+    """A base URL must say http:// or https:// — refused at once, not retried three times.
+
+    >>> check_base_url("http://127.0.0.1:11434/v1")
+    'http://127.0.0.1:11434/v1'
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        example = "http://" + url.split("://", 1)[-1].lstrip("/")
+        raise UsageError(f"--base-url {url}: give the whole URL, with http:// or https:// (e.g. {example})")
+    return url
 
 
 def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:
@@ -122,11 +169,16 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
     if args.base_url and not args.model:
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
     if args.base_url:
-        return args.base_url, args.model, api_key, None
-    from .scripted.server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
+        return check_base_url(args.base_url), args.model, api_key, None
+    from .scripted.server import DEFAULT_DELAY, REPLY_SECONDS, start_model_server  # only without a real endpoint
 
-    delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
-    server = start_model_server(scenario=args.scenario or "readme", delay=delay)
+    setting = os.environ.get("INK_SCRIPTED_DELAY")
+    try:
+        delay = DEFAULT_DELAY if setting is None else float(setting)  # seconds between its writes
+    except ValueError:
+        raise UsageError(f"INK_SCRIPTED_DELAY={setting}: not a number of seconds") from None
+    reply_seconds = REPLY_SECONDS if setting is None else None  # by default a long reply is paced to fit
+    server = start_model_server(scenario=args.scenario or "readme", delay=delay, reply_seconds=reply_seconds)
     return server.base_url, args.model or SCRIPTED_MODEL, api_key, server
 
 
@@ -137,6 +189,8 @@ def run_agent(args: argparse.Namespace) -> int:
             f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
             file=sys.stderr,
         )
+        if args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
+            print(ABORT_NOTICE, file=sys.stderr, flush=True)
     trace = open_trace(args.trace)
     if args.record:
         provider: OpenAICompletionsProvider = RecordingProvider(base_url, api_key, record_dir=args.record)

@@ -33,6 +33,7 @@ from .core.loop import (
     RunResult,
     run_agent_loop,
 )
+from .core.messages import AgentMessage
 from .core.tools.types import Tool
 from .provider.types import LLMProvider
 
@@ -53,8 +54,13 @@ def run_prompt(
     trace: IO[str] | None = None,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    history: list[AgentMessage] | None = None,
 ) -> int:
-    """Run the agent on one prompt and return the process exit code (errors propagate)."""
+    """Run the agent on one prompt and return the process exit code (errors propagate).
+
+    ``history`` (appended in place) carries a conversation across prompts, as ``ink-py chat``
+    does; by default each prompt starts a new one.
+    """
     out, err = out or sys.stdout, err or sys.stderr
     controller = AbortController()
     shown = Display(out, err, display)
@@ -64,13 +70,13 @@ def run_prompt(
         if trace is not None:
             write_trace(trace, event)
 
-    with ctrl_c_aborts(controller, shown):
+    with ctrl_c_aborts(controller, shown), errors_on_their_own_line(shown):
         result = run_agent_loop(
             provider=provider,
             model=model,
             system=system,
             tools=tools,
-            history=[],
+            history=[] if history is None else history,
             user_message=prompt,
             max_tokens=max_tokens,
             max_turns=max_turns,
@@ -81,7 +87,7 @@ def run_prompt(
     shown.end_line()
     if trace is not None:
         write_trace(trace, {"type": "run_end", **result, "model": model})
-    print_run_stats(result, model, max_turns, err, shown.colour)
+    print_run_stats(result, model, max_turns, err, shown.colour, aborted_mid_reply=shown.mid_reply)
     return exit_code(result)
 
 
@@ -93,13 +99,28 @@ def exit_code(result: RunResult) -> int:
     return EXIT_TRUNCATED if result["truncated"] else EXIT_COMPLETED
 
 
-def print_run_stats(result: RunResult, model: str, max_turns: int, err: IO[str], colour: bool = False) -> None:
-    """Ink's closing line: ``— <model> · <turns> turns · in <n> / out <m> tokens``, plus why it stopped."""
+def print_run_stats(
+    result: RunResult,
+    model: str,
+    max_turns: int,
+    err: IO[str],
+    colour: bool = False,
+    *,
+    aborted_mid_reply: bool = False,
+) -> None:
+    """Ink's closing line: ``— <model> · <turns> turns · in <n> / out <m> tokens``, plus why it stopped.
+
+    ``aborted_mid_reply``: the abort came while a reply was streaming; that reply is
+    counted and named (its tokens are never reported: the stream ended without usage).
+    """
     usage = result["usage"]
-    line = f"— {model} · {result['turns']} turns · in {usage['inputTokens']} / out {usage['outputTokens']} tokens"
+    turns = result["turns"] + (1 if aborted_mid_reply and result["stopReason"] == "aborted" else 0)
+    line = f"— {model} · {plural(turns, 'turn')} · in {usage['inputTokens']} / out {usage['outputTokens']} tokens"
     if usage["cacheReadTokens"]:
         line += f" (+{usage['cacheReadTokens']} cached)"
-    if result["stopReason"] == "aborted":
+    if result["stopReason"] == "aborted" and turns > result["turns"]:  # beyond §4.2: name the cut-off reply
+        line += f" (aborted during turn {turns}: that reply was not kept)"
+    elif result["stopReason"] == "aborted":
         line += " (aborted)"
     elif result["stopReason"] == "max_iterations":
         line += f" (stopped: reached max turns ({max_turns}))"
@@ -117,9 +138,13 @@ class Display:
         self.colour = wants_colour(err)  # colour goes to the status lines on stderr
         self.open_line: IO[str] | None = None  # the stream whose last line is unfinished, if any
         self.in_thinking = False
+        self.mid_reply = False  # a reply has begun streaming and has not ended yet
+        self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name)
+        self.shown_call = ""  # the call whose arguments the open line is showing
 
     def show(self, event: AgentEvent) -> None:
         kind = event["type"]
+        self.mid_reply = kind in ("text_delta", "thinking_delta", "tool_call_start", "tool_call_delta")
         if kind == "text_delta":
             if self.in_thinking:
                 self.end_line()
@@ -130,14 +155,22 @@ class Display:
             self.write(self.err, event["text"], "2;3")
         elif kind == "tool_call_start":
             self.end_line()
+            self.calls[event["id"]] = (len(self.calls) + 1, event["name"])
+            self.shown_call = event["id"]
             if self.policy == "filtered":  # second article §五: announce, do not show raw JSON
                 self.write(self.err, f"  … preparing a {event['name'] or 'tool'} call", "2")
             else:
-                self.write(self.err, f"  ↳ {event['name']} ", "2")
+                self.write(self.err, f"  ↳ {self.call_label(event['id'])} ", "2")
         elif kind == "tool_call_delta" and self.policy != "filtered":
+            if event["id"] != self.shown_call and event["id"] in self.calls:
+                # beyond §2.2: fragments of calls interleave; each switch gets its own, numbered line
+                self.end_line()
+                self.shown_call = event["id"]
+                self.write(self.err, f"  ↳ {self.call_label(event['id'])} …", "2")
             self.write(self.err, event["jsonDelta"], "2")
         elif kind == "message_end":
             self.end_line()
+            self.calls, self.shown_call = {}, ""
         elif kind == "tool_start":
             self.end_line()
             args = json.dumps(event["args"], ensure_ascii=False)
@@ -148,6 +181,11 @@ class Display:
                 self.write(self.err, f"← {result['toolName']} error: {first_line(result['content'], 120)}\n", "31")
             else:
                 self.write(self.err, f"← {result['toolName']} ok · {human_size(result['content'])}\n", "32")
+
+    def call_label(self, call_id: str) -> str:
+        """``read``, or ``read #2`` once a reply has more than one call."""
+        number, name = self.calls[call_id]
+        return f"{name} #{number}" if len(self.calls) > 1 else name
 
     def write(self, stream: IO[str], text: str, colour_code: str = "") -> None:
         if not text:
@@ -169,6 +207,16 @@ def write_trace(trace: IO[str], record: Any) -> None:
     """One JSON line per event, written as it happens (``tail -f`` works)."""
     trace.write(json.dumps(record, ensure_ascii=False) + "\n")
     trace.flush()
+
+
+@contextmanager
+def errors_on_their_own_line(display: Display) -> Iterator[None]:
+    """An exception ends the half-written line first, so ``error: …`` starts a line of its own."""
+    try:
+        yield
+    except BaseException:
+        display.end_line()
+        raise
 
 
 @contextmanager
@@ -199,6 +247,14 @@ def wants_colour(stream: IO[str]) -> bool:
 
 def paint(text: str, code: str, colour: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if colour and text else text
+
+
+def plural(count: int, noun: str) -> str:
+    """
+    >>> plural(1, "turn"), plural(2, "turn"), plural(0, "turn")
+    ('1 turn', '2 turns', '0 turns')
+    """
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def shorten(text: str, limit: int) -> str:

@@ -340,7 +340,7 @@ def test_an_unreachable_model_is_an_error_event_not_a_hang(relay_for, monkeypatc
         server = relay_for(f"http://127.0.0.1:{port}/v1")
         _, events = read_all(open_stream(server, "你好"))
     assert [event["event"] for event in events] == ["error"]
-    assert "could not reach the model server" in events[0]["data"]["message"]
+    assert "is the server running? (connection refused" in events[0]["data"]["message"]
 
 
 # ── the command ─────────────────────────────────────────────────────────────────────────

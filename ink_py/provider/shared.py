@@ -234,21 +234,38 @@ def post_json_with_retry(
             if signal.aborted:
                 return None
             problem = _redact(str(err), api_key)
+            refused = connect_failure(err)
             delay = backoff_seconds(attempt)
         else:
             if response.ok:
                 return response
             retry_after = retry_after_seconds(response.headers)
             if not is_retryable_status(response.status_code) or attempt == MAX_ATTEMPTS:
-                raise api_error(response, api_key)
+                raise api_error(response, api_key, url=url)
             if retry_after is not None and retry_after > RETRY_AFTER_MAX_SECONDS:
-                raise api_error(response, api_key, f" (the server asked to retry after {retry_after:.0f} s)")
+                raise api_error(response, api_key, f" (the server asked to retry after {retry_after:.0f} s)", url)
             response.close()  # drop the error body so the connection is released
-            problem = f"HTTP {response.status_code}"
+            problem, refused = f"HTTP {response.status_code}", ""
             delay = retry_after if retry_after is not None else backoff_seconds(attempt)
         if attempt < MAX_ATTEMPTS:
             wait(delay)
+    if refused:  # beyond part 01: the usual first-contact mistake, said plainly
+        raise ProviderError(f"could not connect to {url} — is the server running? ({refused}, {MAX_ATTEMPTS} attempts)")
     raise ProviderError(f"could not reach the model server at {url} after {MAX_ATTEMPTS} attempts: {problem}")
+
+
+def connect_failure(err: BaseException) -> str:
+    """Why no connection was made ("connection refused", …), or "" for a failure after connecting."""
+    if isinstance(err, requests.ConnectTimeout):
+        return "connection timed out"
+    if not isinstance(err, requests.ConnectionError):
+        return ""
+    reason = getattr(err.args[0] if err.args else None, "reason", None)  # requests wraps urllib3's MaxRetryError
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        return "host name not found"
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        return "connection refused" if isinstance(reason.__cause__, ConnectionRefusedError) else "no connection"
+    return ""
 
 
 def is_retryable_status(status: int) -> bool:
@@ -285,7 +302,7 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def api_error(response: requests.Response, api_key: str | None = None, note: str = "") -> ProviderError:
+def api_error(response: requests.Response, api_key: str | None = None, note: str = "", url: str = "") -> ProviderError:
     """``API error 401: Incorrect API key provided — check …``, the key itself never shown."""
     status = response.status_code
     try:
@@ -297,9 +314,21 @@ def api_error(response: requests.Response, api_key: str | None = None, note: str
     message = server_message(_json_or_text(raw.decode("utf-8", "replace"))) or response.reason or "no message"
     hint = {
         401: " — check the API key (--api-key or OPENAI_API_KEY)",
-        404: " — check the model name (--model) and the base URL (--base-url)",
+        404: " — check the model name (--model) and the base URL (--base-url)" + not_found_hint(url),
     }.get(status, "")
     return ProviderError(_redact(f"API error {status}: {message}{hint}{note}", api_key))
+
+
+def not_found_hint(url: str) -> str:
+    """What a 404 tried, and the usual fix: most servers serve the API under ``/v1``.
+
+    >>> not_found_hint("http://127.0.0.1:11434/chat/completions")
+    '; tried POST http://127.0.0.1:11434/chat/completions — most servers want the base URL to end in /v1'
+    """
+    if not url:
+        return ""
+    hint = "" if "/v1" in url else " — most servers want the base URL to end in /v1"
+    return f"; tried POST {url}{hint}"
 
 
 def server_message(payload: Any) -> str:
