@@ -183,19 +183,8 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
 
 
 def run_agent(args: argparse.Namespace) -> int:
-    base_url, model, api_key, server = resolve_endpoint(args)
-    if server is not None:
-        print(
-            f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
-            file=sys.stderr,
-        )
-        if args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
-            print(ABORT_NOTICE, file=sys.stderr, flush=True)
+    provider, model, server = open_endpoint(args)
     trace = open_trace(args.trace)
-    if args.record:
-        provider: OpenAICompletionsProvider = RecordingProvider(base_url, api_key, record_dir=args.record)
-    else:
-        provider = OpenAICompletionsProvider(base_url, api_key)
     try:
         return run_prompt(
             provider=provider,
@@ -214,6 +203,21 @@ def run_agent(args: argparse.Namespace) -> int:
             trace.close()
         if server is not None:
             server.close()
+
+
+def open_endpoint(args: argparse.Namespace) -> tuple[OpenAICompletionsProvider, str, ModelServer | None]:
+    """``resolve_endpoint``, said on stderr, and the provider for it: ``(provider, model, built_in_server)``."""
+    base_url, model, api_key, server = resolve_endpoint(args)
+    if server is not None:
+        print(
+            f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
+            file=sys.stderr,
+        )
+        if args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
+            print(ABORT_NOTICE, file=sys.stderr, flush=True)
+    if args.record:
+        return RecordingProvider(base_url, api_key, record_dir=args.record), model, server
+    return OpenAICompletionsProvider(base_url, api_key), model, server
 
 
 def open_trace(path: str | None) -> IO[str] | None:
