@@ -24,6 +24,7 @@ from ink_py.core.tools.read import create_read_tool
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
 
+from .fake_server import FakeModelServer
 from .helpers import ROOT
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
@@ -284,3 +285,13 @@ def test_the_history_view_is_one_safe_line_per_message() -> None:
         "  3 toolResult read ok · 2.0 KB",
         "  4 assistant  text 6 chars 「项目这样启动」 · (cut at the output limit)",
     ]
+
+
+def test_a_failed_turn_is_one_error_line_and_the_session_goes_on(workspace: Path) -> None:
+    with FakeModelServer([]) as server:
+        url = server.base_url  # closed: nothing listens there now
+    done = run_piped(workspace, "你好\n/history\n", "--base-url", url, "--model", "m")
+    refused = f"error: could not connect to {url}/chat/completions — is the server running?"
+    assert refused in done.stderr and "Traceback" not in done.stderr
+    assert "  1 user       「你好」" in done.stderr  # the next line still ran: the session went on
+    assert done.returncode == 1  # piped: the last turn's exit code (commands have none)

@@ -274,7 +274,9 @@ def test_python_dash_m_and_the_console_script_agree(workspace):
     assert done.returncode == 0 and "usage: ink-py" in done.stdout and "exit codes" in done.stdout
 
 
-@pytest.mark.parametrize("command", [[], ["demo"], ["exercise"], ["exercise", "start"], ["serve"], ["serve-model"]])
+@pytest.mark.parametrize(
+    "command", [[], ["chat"], ["demo"], ["exercise"], ["exercise", "start"], ["serve"], ["serve-model"]]
+)
 def test_every_command_has_help(workspace, command):
     done = ink_py(*command, "--help", cwd=workspace)
     assert done.returncode == 0 and done.stdout.startswith("usage: ink-py") and done.stderr == ""
@@ -284,6 +286,8 @@ def test_every_command_has_help(workspace, command):
     "argv",
     [
         ["--max-turns", "zero"],
+        ["chat", "--resume"],
+        ["chat", "a prompt"],  # chat takes its messages from its input, not from the command line
         ["demo", "--context", "x"],
         ["exercise", "list", "--verbose"],
         ["serve", "--port", "99999"],
