@@ -53,6 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="ink-py chat",
         description="Talk to the agent: one message per line, the history kept across turns.",
         epilog=HELP + "\n\nexit code: 0 when the session ends; with stdin not a terminal, the last turn's code",
+        prompt=False,
     )
     parser.add_argument("--resume", metavar="FILE", help="start from a history saved with /save")
     return parser.parse_args(argv)

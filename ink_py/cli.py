@@ -52,8 +52,8 @@ DEFAULT_SYSTEM = (
 )
 
 
-def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "") -> CliParser:
-    """``ink-py``'s flags; ``ink-py chat`` (another ``prog``) takes the same ones but no prompt."""
+def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", *, prompt: bool = True) -> CliParser:
+    """``ink-py``'s flags; ``ink-py chat`` takes the same ones but no prompt (``prompt=False``)."""
     commands = "\n".join(f"  ink-py {name:<12} {help_text}" for name, (_, help_text) in COMMANDS.items())
     parser = CliParser(
         prog=prog,
@@ -67,8 +67,10 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "") 
         "  NO_COLOR               no colour",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    if prog == "ink-py":
-        parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT}")
+    if prompt:
+        parser.add_argument(
+            "prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})"
+        )
     parser.add_argument("--version", action="version", version=f"ink-py {package_version()}")
     add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
     run = parser.add_argument_group("the run")

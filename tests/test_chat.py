@@ -29,6 +29,7 @@ from .helpers import ROOT
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
 WAIT_SECONDS = 30.0  # an upper bound on any one wait, never a speed check
+SETTLE_SECONDS = 0.5  # see Terminal.ctrl_c_at_the_prompt
 
 
 def chat_env(**extra: str) -> dict[str, str]:
@@ -51,11 +52,23 @@ class Terminal:
         if self.pid == 0:  # the child: straight into the command (nothing else runs after a fork)
             os.chdir(cwd)
             os.execve(sys.executable, [sys.executable, "-m", "ink_py", "chat", *args], env)
-        self.seen = ""  # everything shown so far (stdout and stderr share the terminal)
+        self.raw = b""  # everything shown so far (stdout and stderr share the terminal)
         self.code: int | None = None
+
+    @property
+    def seen(self) -> str:
+        """What the terminal shows, decoded whole (a character may arrive split across two reads)."""
+        return self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
 
     def type(self, keys: str) -> None:
         os.write(self.fd, keys.encode("utf-8"))
+
+    def ctrl_c_at_the_prompt(self) -> None:
+        """Ctrl-C while readline waits for a key. The pause first is not a speed check: CPython's
+        readline loop enters select() just after it echoes a key or draws the prompt, and a SIGINT
+        landing in those microseconds waits for the next key. A person is never that quick."""
+        time.sleep(SETTLE_SECONDS)
+        self.type("\x03")
 
     def wait_for(self, text: str, after: int = 0) -> int:
         """Read until ``text`` appears at or after offset ``after``; return where it ends."""
@@ -73,7 +86,7 @@ class Terminal:
             data = os.read(self.fd, 65536)
         except OSError:  # the child has gone: the pty is closed
             return False
-        self.seen += data.decode("utf-8", "replace").replace("\r\n", "\n")
+        self.raw += data
         return bool(data)
 
     def exit_code(self) -> int:
@@ -130,12 +143,12 @@ def test_ctrl_c_clears_a_typed_line_and_ends_the_session_at_an_empty_prompt(term
     chat = terminal()
     chat.type("half a question")
     chat.wait_for("half a question")
-    chat.type("\x03")  # text on the line: it is dropped, a fresh prompt
+    chat.ctrl_c_at_the_prompt()  # text on the line: it is dropped, a fresh prompt
     mark = chat.wait_for("› ", chat.seen.index("half a question"))
     chat.type("/history\n")
     chat.wait_for("(the history is empty)", mark)  # nothing was sent
     chat.wait_for("› ", mark)
-    chat.type("\x03")  # an empty line: the session ends
+    chat.ctrl_c_at_the_prompt()  # an empty line: the session ends
     assert chat.exit_code() == 0
     assert "Traceback" not in chat.seen
 
@@ -151,6 +164,7 @@ def test_readline_edits_the_line_and_recalls_the_last_one(terminal) -> None:
     chat.type("/history\n")
     mark = chat.wait_for("  5 user       「read README.md」", mark)
     assert "  1 user       「read README.md」" in chat.seen
+    chat.wait_for("› ", mark)  # keys typed before readline holds the terminal may be taken differently
     chat.type("\x04")
     assert chat.exit_code() == 0
 

@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -93,15 +94,20 @@ def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly
         stderr=subprocess.PIPE,
         text=True,
     )
+    watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read below
+    watchdog.start()
     try:
         notice = process.stderr.readline() + process.stderr.readline()  # before anything else happens
         assert "press Ctrl-C" in notice and "waiting for you" in notice
         shown = ""
         while '{"path":"REA' not in shown:  # the call began streaming, then the model went silent
-            shown += process.stderr.read(1)
+            piece = process.stderr.read(1)
+            assert piece, f"the run ended before the call streamed: {shown!r}"
+            shown += piece
         process.send_signal(signal.SIGINT)
         _, rest = process.communicate(timeout=20)
     finally:
+        watchdog.cancel()
         process.kill()
     assert process.returncode == 130
     assert "(aborted during turn 1: that reply was not kept)" in rest
