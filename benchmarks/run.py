@@ -13,7 +13,8 @@ Everything reads the same generated streams (``streams.py``) in the same reads:
 Contenders (``contenders.py``): the lower bound (the fastest pure-Python framing + json.loads
 we could write), ink_py's ``parse_sse`` and ``assemble_stream``, the article's TypeScript
 transcribed literally (``article_transcription.py``), and — when installed — openai-python,
-httpx-sse and LangChain. Each must give the right answer before it is timed.
+httpx-sse and LangChain. Each must give the right answer before it is timed. Then the same
+reply in each wire dialect (``dialects.py``): each ``assemble_stream`` against its body's lower bound.
 
 It prints, and writes to ``--out``:
 
@@ -46,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # ink_py from this checkout, installed or not
 
 import contenders as contenders_module  # noqa: E402
+import dialects  # noqa: E402
 import latency  # noqa: E402
 import measure  # noqa: E402
 import report  # noqa: E402
@@ -243,6 +245,20 @@ def main(argv: list[str] | None = None) -> int:
         *report.summary_table(rows, reference),
     )
     section("Every measurement", *report.full_table(rows))
+
+    reference_mib = reference / streams.MiB
+    say("", "timing each wire dialect's assemble_stream on the same reply …")
+    dialect_rows = dialects.time_dialects([reference_mib / 2, reference_mib], args.repeats, say)
+    section(
+        "Three wire dialects",
+        f"The chunks stream's reply at {streams.size_label(reference // 2)} and {streams.size_label(reference)} "
+        "rewritten event for event as Anthropic Messages and OpenAI Responses frames (benchmarks/dialects.py), "
+        "1 KiB reads; each dialect's assemble_stream against the lower bound for its own body, in the same rounds.",
+        "",
+        *report.table(
+            ["dialect", "reply", "body", "events", "median ms", "MiB/s", "× lower bound", "growth"], dialect_rows
+        ),
+    )
 
     lag_rows = delivery(args.sizes)
     section(

@@ -28,7 +28,7 @@ from typing import IO, Any
 import requests
 
 from .arguments import UsageError
-from .cli import build_parser, open_endpoint, open_trace, print_error
+from .cli import build_parser, check_tool_choice, open_endpoint, open_trace, print_error
 from .core.loop import MAX_CONCURRENT_TOOLS
 from .core.messages import AgentMessage
 from .core.tools.read import create_read_tool
@@ -61,7 +61,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    tools = [create_read_tool(args.workspace)]
     try:
+        check_tool_choice(args.tool_choice, [tool["name"] for tool in tools])
         history = load_history(args.resume) if args.resume else []
         provider, model, server = open_endpoint(args)
     except (UsageError, ProviderError, OSError) as err:
@@ -77,12 +79,13 @@ def main(argv: list[str] | None = None) -> int:
                 model=model,
                 system=args.system,
                 prompt=message,
-                tools=[create_read_tool(args.workspace)],
+                tools=tools,
                 max_turns=args.max_turns,
                 max_tokens=args.max_tokens,
                 max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
                 display=args.display,
                 trace=trace,
+                tool_choice=args.tool_choice,
                 history=history,
             )
 

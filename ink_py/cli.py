@@ -4,6 +4,7 @@
     ink-py "读取 setup.cfg,说说依赖"           any prompt
     ink-py --base-url http://127.0.0.1:11434/v1 --model qwen3:8b     a real endpoint
     ink-py --scenario interleaved            one of the article's cases, scripted
+    ink-py --api anthropic-messages          the same task in another wire dialect (also openai-responses)
 
 ``main`` parses the flags, ``resolve_endpoint`` picks the endpoint (with none configured,
 the built-in scripted model starts on 127.0.0.1 and is reached over real HTTP through the
@@ -28,14 +29,25 @@ import requests
 from .arguments import COMMANDS, CliParser, UsageError, positive_int
 from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from .core.tools.read import create_read_tool
+from .provider.anthropic_messages import AnthropicMessagesProvider
 from .provider.openai_completions import OpenAICompletionsProvider
-from .provider.recording import RecordingProvider
+from .provider.openai_responses import OpenAIResponsesProvider
+from .provider.recording import RECORDING
+from .provider.shared import one_line
 from .provider.types import ProviderError
 from .runner import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TRUNCATED, paint, run_prompt, wants_colour
 from .scripted.scenarios import SCENARIOS
 
 if TYPE_CHECKING:
     from .scripted.server import ModelServer
+
+# --api: the wire dialect → its provider, and the prefix of the variables its endpoint is read from.
+APIS: dict[str, tuple[type[OpenAICompletionsProvider], str]] = {
+    "openai-completions": (OpenAICompletionsProvider, "OPENAI"),
+    "openai-responses": (OpenAIResponsesProvider, "OPENAI"),
+    "anthropic-messages": (AnthropicMessagesProvider, "ANTHROPIC"),
+}
+DEFAULT_API = "openai-completions"
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
 DELAY_NOTE = "                         (default 0.02, a long reply paced to take about 1.5 s; 0: no pauses)"
@@ -58,11 +70,13 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
     parser = CliParser(
         prog=prog,
         description=description
-        or "Stream a Chat Completions reply, assemble it, and let a tiny agent loop read files to answer.",
+        or "Stream a model's reply (Chat Completions, Responses or Messages), assemble it, "
+        "and let a tiny agent loop read files to answer.",
         epilog=epilog
         or f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
         "limit, 3 stopped at max turns, 130 interrupted\n\nenvironment:\n"
-        "  OPENAI_BASE_URL, OPENAI_API_KEY, INK_MODEL   read when the flags are absent\n"
+        "  INK_API, INK_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY (ANTHROPIC_… for anthropic-messages)\n"
+        "                         read when the flags are absent\n"
         f"  INK_SCRIPTED_DELAY=S   the built-in model pauses S seconds between writes\n{DELAY_NOTE}\n"
         "  NO_COLOR               no colour",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -89,6 +103,13 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
         help="ink: show tool arguments as they stream in; filtered: only say a call is being prepared",
     )
     run.add_argument(
+        "--tool-choice",
+        default="auto",
+        metavar="auto|required|none|NAME",
+        help="what the model is told about calling tools; NAME forces that tool on the first turn only, "
+        "then auto (default: auto; see the README)",
+    )
+    run.add_argument(
         "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"
     )
     return parser
@@ -97,11 +118,21 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
 def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
     """The flags ``resolve_endpoint`` reads; ``ink-py serve`` takes the same ones."""
     group.add_argument(
-        "--base-url",
-        default=os.environ.get("OPENAI_BASE_URL"),
-        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL)",
+        "--api",
+        default=os.environ.get("INK_API", DEFAULT_API),
+        metavar="|".join(APIS),
+        help=f"the wire dialect the endpoint speaks (env INK_API; default {DEFAULT_API})",
     )
-    group.add_argument("--api-key", default=None, help="sent as a Bearer token (env OPENAI_API_KEY)")
+    group.add_argument(
+        "--base-url",
+        default=None,
+        help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL; ANTHROPIC_BASE_URL for anthropic-messages)",
+    )
+    group.add_argument(
+        "--api-key",
+        default=None,
+        help="the endpoint's key (env OPENAI_API_KEY; ANTHROPIC_API_KEY for anthropic-messages)",
+    )
     group.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
     group.add_argument(
         "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
@@ -119,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print_error(str(err))
+        print_error(one_line(str(err)))  # one line, whatever a server wrote
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
@@ -159,19 +190,24 @@ def check_base_url(url: str) -> str:
 def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:
     """Where requests go: ``(base_url, model, api_key, built_in_server)``.
 
-    The configured endpoint (flags, then OPENAI_BASE_URL / INK_MODEL / OPENAI_API_KEY), or
+    The configured endpoint (flags, then OPENAI_BASE_URL / INK_MODEL / OPENAI_API_KEY, or
+    ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY with ``--api anthropic-messages``), or
     the built-in scripted model, started here on 127.0.0.1 (the caller closes it). Shared
     by ``ink-py`` and ``ink-py serve``.
     """
     if not Path(args.workspace).is_dir():
         raise UsageError(f"--workspace {args.workspace}: not a folder")
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
-    if args.base_url and args.scenario:
-        raise UsageError("--scenario only applies to the built-in model; leave out --base-url (and OPENAI_BASE_URL)")
-    if args.base_url and not args.model:
+    if args.api not in APIS:
+        raise UsageError(f"--api {args.api}: choose one of {', '.join(APIS)} (or fix INK_API)")
+    env = APIS[args.api][1]  # OPENAI_… or ANTHROPIC_…
+    api_key = args.api_key or os.environ.get(f"{env}_API_KEY")
+    base_url = args.base_url or os.environ.get(f"{env}_BASE_URL")
+    if base_url and args.scenario:
+        raise UsageError(f"--scenario only applies to the built-in model; leave out --base-url (and {env}_BASE_URL)")
+    if base_url and not args.model:
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
-    if args.base_url:
-        return check_base_url(args.base_url), args.model, api_key, None
+    if base_url:
+        return check_base_url(base_url), args.model, api_key, None
     from .scripted.server import DEFAULT_DELAY, REPLY_SECONDS, start_model_server  # only without a real endpoint
 
     setting = os.environ.get("INK_SCRIPTED_DELAY")
@@ -185,6 +221,8 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
 
 
 def run_agent(args: argparse.Namespace) -> int:
+    tools = [create_read_tool(args.workspace)]
+    check_tool_choice(args.tool_choice, [tool["name"] for tool in tools])
     provider, model, server = open_endpoint(args)
     trace = open_trace(args.trace)
     try:
@@ -193,12 +231,13 @@ def run_agent(args: argparse.Namespace) -> int:
             model=model,
             system=args.system,
             prompt=args.prompt,
-            tools=[create_read_tool(args.workspace)],
+            tools=tools,
             max_turns=args.max_turns,
             max_tokens=args.max_tokens,
             max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
             display=args.display,
             trace=trace,
+            tool_choice=args.tool_choice,
         )
     finally:
         if trace is not None:
@@ -217,9 +256,22 @@ def open_endpoint(args: argparse.Namespace) -> tuple[OpenAICompletionsProvider, 
         )
         if args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
             print(ABORT_NOTICE, file=sys.stderr, flush=True)
-    if args.record:
-        return RecordingProvider(base_url, api_key, record_dir=args.record), model, server
-    return OpenAICompletionsProvider(base_url, api_key), model, server
+    return create_provider(args.api, base_url, api_key, record_dir=args.record), model, server
+
+
+def check_tool_choice(choice: str, names: list[str]) -> None:
+    if choice not in ("auto", "required", "none", *names):
+        raise UsageError(f"--tool-choice {choice}: not auto, required, none or a tool's name ({', '.join(names)})")
+
+
+def create_provider(
+    api: str, base_url: str, api_key: str | None, record_dir: str | None = None
+) -> OpenAICompletionsProvider:
+    """The provider that speaks ``api`` (``--api``); with ``--record DIR``, its recording twin."""
+    provider_class = APIS[api][0]
+    if record_dir:
+        return RECORDING[provider_class](base_url, api_key, record_dir=record_dir)
+    return provider_class(base_url, api_key)
 
 
 def open_trace(path: str | None) -> IO[str] | None:

@@ -33,10 +33,12 @@ from .core.loop import (
     RunResult,
     run_agent_loop,
 )
-from .core.messages import AgentMessage
+from .core.messages import AgentMessage, Usage, add_usage, empty_usage
 from .core.tools.types import Tool
-from .provider.types import LLMProvider
+from .provider.shared import one_line
+from .provider.types import LLMEvent, LLMProvider, LLMRequest
 
+EMPTY_REPLY_NOTICE = "the model sent an empty reply (no text, no tool calls)"
 EXIT_COMPLETED, EXIT_ERROR, EXIT_TRUNCATED, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
@@ -52,6 +54,7 @@ def run_prompt(
     max_concurrent: int = MAX_CONCURRENT_TOOLS,
     display: str = "ink",
     trace: IO[str] | None = None,
+    tool_choice: str = "auto",
     out: IO[str] | None = None,
     err: IO[str] | None = None,
     history: list[AgentMessage] | None = None,
@@ -70,25 +73,80 @@ def run_prompt(
         if trace is not None:
             write_trace(trace, event)
 
-    with ctrl_c_aborts(controller, shown), errors_on_their_own_line(shown):
-        result = run_agent_loop(
-            provider=provider,
-            model=model,
-            system=system,
-            tools=tools,
-            history=[] if history is None else history,
-            user_message=prompt,
-            max_tokens=max_tokens,
-            max_turns=max_turns,
-            on_event=on_event,
-            signal=controller.signal,
-            max_concurrent=max_concurrent,
-        )
+    history = [] if history is None else history
+    start = len(history)  # this prompt's messages begin here (ink-py chat keeps the earlier ones)
+    if tool_choice != "auto":
+        provider = ToolChoice(provider, tool_choice)
+    try:
+        with ctrl_c_aborts(controller, shown):
+            result = run_agent_loop(
+                provider=provider,
+                model=model,
+                system=system,
+                tools=tools,
+                history=history,
+                user_message=prompt,
+                max_tokens=max_tokens,
+                max_turns=max_turns,
+                on_event=on_event,
+                signal=controller.signal,
+                max_concurrent=max_concurrent,
+            )
+    except BaseException as error:  # beyond printRunStats: a failed run's trace ends with run_end too
+        shown.end_line()  # and the error line starts a line of its own
+        if trace is not None:
+            failed = {"stopReason": "error", "error": one_line(str(error)) or type(error).__name__}
+            write_trace(trace, run_end_record(failed, history[start:], model))
+        raise
     shown.end_line()
+    this_run = history[start:]
     if trace is not None:
-        write_trace(trace, {"type": "run_end", **result, "model": model})
-    print_run_stats(result, model, max_turns, err, shown.colour, aborted_mid_reply=shown.mid_reply)
+        write_trace(trace, run_end_record(dict(result), this_run, model))
+    without_usage = replies_without_usage(this_run)
+    print_run_stats(result, model, max_turns, err, shown.colour, without_usage, aborted_mid_reply=shown.mid_reply)
     return exit_code(result)
+
+
+class ToolChoice:
+    """Beyond §2 (Ink always sends "auto"): ``ink-py --tool-choice`` on every request.
+
+    A tool's name forces that tool on the first request only, then "auto" — forced on
+    every turn, the model could never answer. "required" and "none" hold for every turn.
+    """
+
+    def __init__(self, provider: LLMProvider, choice: str) -> None:
+        self.provider, self.choice = provider, choice
+
+    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        choice = self.choice
+        if choice not in ("auto", "required", "none"):
+            self.choice = "auto"  # a named tool was forced once
+        return self.provider.stream({**request, "toolChoice": choice})
+
+
+def replies_without_usage(history: list[AgentMessage]) -> tuple[int, int]:
+    """``(replies whose server reported no usage, replies)`` — an all-zero usage is not a report:
+    every request has a system prompt, so a real count is never 0 input tokens."""
+    replies = [m for m in history if m["role"] == "assistant"]
+    return sum(1 for m in replies if not any(m["usage"].values())), len(replies)  # type: ignore[typeddict-item]
+
+
+def run_end_record(result: dict[str, Any], history: list[AgentMessage], model: str) -> dict[str, Any]:
+    """The trace's last line; ``usage`` is null when no reply's usage was reported."""
+    unreported, replies = replies_without_usage(history)
+    record: dict[str, Any] = {"type": "run_end", "turns": replies, **result, "model": model}
+    record["usage"] = None if unreported == replies else summed_usage(history)  # beyond §2: no invented zeros
+    if 0 < unreported < replies:
+        record["repliesWithoutUsage"] = unreported
+    return record
+
+
+def summed_usage(history: list[AgentMessage]) -> Usage:
+    total = empty_usage()
+    for message in history:
+        if message["role"] == "assistant":
+            add_usage(total, message["usage"])
+    return total
 
 
 def exit_code(result: RunResult) -> int:
@@ -105,19 +163,28 @@ def print_run_stats(
     max_turns: int,
     err: IO[str],
     colour: bool = False,
+    without_usage: tuple[int, int] = (0, 0),
     *,
     aborted_mid_reply: bool = False,
 ) -> None:
     """Ink's closing line: ``— <model> · <turns> turns · in <n> / out <m> tokens``, plus why it stopped.
 
+    ``without_usage`` is ``(replies with no usage report, replies)`` (replies_without_usage).
     ``aborted_mid_reply``: the abort came while a reply was streaming; that reply is
     counted and named (its tokens are never reported: the stream ended without usage).
     """
     usage = result["usage"]
+    unreported, replies = without_usage
     turns = result["turns"] + (1 if aborted_mid_reply and result["stopReason"] == "aborted" else 0)
-    line = f"— {model} · {plural(turns, 'turn')} · in {usage['inputTokens']} / out {usage['outputTokens']} tokens"
-    if usage["cacheReadTokens"]:
-        line += f" (+{usage['cacheReadTokens']} cached)"
+    line = f"— {model} · {plural(turns, 'turn')} · "
+    if replies and unreported == replies:
+        line += "usage not reported by the server"  # beyond printRunStats: no invented zeros
+    else:
+        line += f"in {usage['inputTokens']} / out {usage['outputTokens']} tokens"
+        if usage["cacheReadTokens"]:
+            line += f" (+{usage['cacheReadTokens']} cached)"
+        if unreported:
+            line += f" (usage not reported for {unreported} of {replies} replies)"
     if result["stopReason"] == "aborted" and turns > result["turns"]:  # beyond §4.2: name the cut-off reply
         line += f" (aborted during turn {turns}: that reply was not kept)"
     elif result["stopReason"] == "aborted":
@@ -138,6 +205,7 @@ class Display:
         self.colour = wants_colour(err)  # colour goes to the status lines on stderr
         self.open_line: IO[str] | None = None  # the stream whose last line is unfinished, if any
         self.in_thinking = False
+        self.reply_shown = False  # did the current reply show anything yet?
         self.mid_reply = False  # a reply has begun streaming and has not ended yet
         self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name)
         self.shown_call = ""  # the call whose arguments the open line is showing
@@ -145,6 +213,8 @@ class Display:
     def show(self, event: AgentEvent) -> None:
         kind = event["type"]
         self.mid_reply = kind in ("text_delta", "thinking_delta", "tool_call_start", "tool_call_delta")
+        if kind in ("text_delta", "thinking_delta", "tool_call_start"):
+            self.reply_shown = True
         if kind == "text_delta":
             if self.in_thinking:
                 self.end_line()
@@ -171,6 +241,9 @@ class Display:
         elif kind == "message_end":
             self.end_line()
             self.calls, self.shown_call = {}, ""
+            if not self.reply_shown:  # beyond §2: a 200 reply with nothing in it is not an answer
+                self.write(self.err, f"notice: {EMPTY_REPLY_NOTICE}\n", "33")
+            self.reply_shown = False
         elif kind == "tool_start":
             self.end_line()
             args = json.dumps(event["args"], ensure_ascii=False)
@@ -207,16 +280,6 @@ def write_trace(trace: IO[str], record: Any) -> None:
     """One JSON line per event, written as it happens (``tail -f`` works)."""
     trace.write(json.dumps(record, ensure_ascii=False) + "\n")
     trace.flush()
-
-
-@contextmanager
-def errors_on_their_own_line(display: Display) -> Iterator[None]:
-    """An exception ends the half-written line first, so ``error: …`` starts a line of its own."""
-    try:
-        yield
-    except BaseException:
-        display.end_line()
-        raise
 
 
 @contextmanager

@@ -18,6 +18,8 @@ import pytest
 MODULES = {
     "shared": "provider.shared",
     "openai_completions": "provider.openai_completions",
+    "anthropic_messages": "provider.anthropic_messages",
+    "openai_responses": "provider.openai_responses",
     "types": "provider.types",
     "messages": "core.messages",
     "abort": "core.abort",

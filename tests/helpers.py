@@ -17,15 +17,31 @@ def fixture_bytes(name: str) -> bytes:
     return (FIXTURES / f"{name}.sse").read_bytes()
 
 
+# Which dialect's assemble_stream reads the fixtures of each folder.
+DIALECT_OF_FOLDER = {
+    "article": "openai_completions",
+    "servers": "openai_completions",
+    "anthropic": "anthropic_messages",
+    "responses": "openai_responses",
+}
+
+
+def dialect_of(name: str) -> str:
+    """The module (``ink.<dialect>``) that assembles fixture ``name``, e.g. ``"anthropic/readme"``."""
+    return DIALECT_OF_FOLDER[name.split("/")[0]]
+
+
 def all_fixture_names() -> list[str]:
     return sorted(str(p.relative_to(FIXTURES).with_suffix("")) for p in FIXTURES.glob("*/*.sse"))
 
 
-def run_assembly(ink: Any, reads: list[bytes], signal: Any = None) -> tuple[list[dict], str | None]:
-    """All events assemble_stream yields for ``reads``, and the error it ended with (or None)."""
+def run_assembly(
+    ink: Any, reads: list[bytes], signal: Any = None, dialect: str = "openai_completions"
+) -> tuple[list[dict], str | None]:
+    """All events ``dialect``'s assemble_stream yields for ``reads``, and the error it ended with (or None)."""
     events: list[dict] = []
     try:
-        for event in ink.openai_completions.assemble_stream(iter(reads), signal):
+        for event in getattr(ink, dialect).assemble_stream(iter(reads), signal):
             events.append(event)
     except ink.shared.ProviderError as err:
         return events, str(err)

@@ -16,7 +16,10 @@ README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\
 
 def ink_py(*args, cwd, env_extra=None, timeout=60):
     env = {
-        k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "NO_COLOR")
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "NO_COLOR", "INK_API")
+        and not k.startswith("ANTHROPIC_")
     }
     env["PYTHONPATH"] = str(ROOT)
     env["INK_SCRIPTED_DELAY"] = "0"  # the built-in model streams without pauses here

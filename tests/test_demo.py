@@ -23,12 +23,17 @@ from types import SimpleNamespace
 import pytest
 
 from ink_py.course import demo
-from ink_py.provider import openai_completions
+from ink_py.provider import anthropic_messages, openai_completions, openai_responses
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
-from .helpers import ROOT, all_fixture_names, fixture_bytes, run_assembly
+from .helpers import ROOT, all_fixture_names, dialect_of, fixture_bytes, run_assembly
 
-REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=demo.shared)
+REFERENCE = SimpleNamespace(
+    openai_completions=openai_completions,
+    anthropic_messages=anthropic_messages,
+    openai_responses=openai_responses,
+    shared=demo.shared,
+)
 README_TITLES = [
     "等待第一条事件",
     "保存文本,先交给显示层",
@@ -161,8 +166,9 @@ def test_one_frame_per_read_changes_nothing_the_assembler_yields(name):
     """Every fixture: the demo's steps carry exactly the events a plain run yields, in order."""
     body = fixture_bytes(name)
     assert b"".join(demo.split_frames(body)) == body
-    expected, error = run_assembly(REFERENCE, [body])  # the demo shows ink_py, whatever --impl says
-    steps = demo.record_steps(demo.split_frames(body))
+    dialect = dialect_of(name)  # each fixture folder's own dialect
+    expected, error = run_assembly(REFERENCE, [body], dialect=dialect)  # the demo shows ink_py, whatever --impl says
+    steps = demo.record_steps(demo.split_frames(body), api=dialect.replace("_", "-"))
     assert [event for step in steps for event in step["emitted"]] == expected
     assert (steps[-1]["outcome"] == "error") == (error is not None)
     assert all(step["outcome"] == "pending" for step in steps[:-1])

@@ -177,7 +177,7 @@ def test_interleaved_calls_arguments_are_told_apart(workspace: Path) -> None:
 
 def test_one_turn_is_one_turn(workspace: Path) -> None:
     done = ink_py("--scenario", "length-text", cwd=workspace)
-    assert "— ink-scripted · 1 turn · in " in done.stderr
+    assert "— ink-scripted · 1 turn · usage not reported by the server" in done.stderr
     assert "ink-py chat" in done.stderr.splitlines()[-1]  # the advice to continue names where to do it
 
 

@@ -10,7 +10,7 @@ from .helpers import ROOT
 PACKAGE = ROOT / "ink_py"
 WINGS = ("ink_py.scripted", "ink_py.course", "ink_py.second_article", "ink_py.provider.recording")
 FRONT = ("ink_py/core", "ink_py/provider/shared.py", "ink_py/provider/openai_completions.py")
-FRONT += ("ink_py/provider/types.py",)
+FRONT += ("ink_py/provider/types.py", "ink_py/provider/anthropic_messages.py", "ink_py/provider/openai_responses.py")
 
 
 def module_name(path: Path) -> str:

@@ -58,7 +58,7 @@ def test_to_wire_messages(ink):
         {"role": "tool", "tool_call_id": "t2", "content": "(no tool output)"},
         {
             "role": "assistant",
-            "content": None,  # only tool calls: content is null
+            "content": "",  # only tool calls: "" (llama-cpp-python's server rejects null)
             "tool_calls": [{"id": "t3", "type": "function", "function": {"name": "read", "arguments": "{}"}}],
         },
     ]
@@ -108,3 +108,23 @@ def test_the_provider_never_shows_its_key(ink):
     provider = ink.openai_completions.OpenAICompletionsProvider("http://127.0.0.1:9/v1/", "sk-SECRET")
     assert "sk-SECRET" not in repr(provider) and "sk-SECRET" not in str(vars(provider).get("base_url"))
     assert provider.base_url == "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(
+    "choice, names, wire",
+    [
+        (None, ["read"], "auto"),  # Ink's only choice, still the default
+        ("auto", ["read"], "auto"),
+        ("none", ["read"], "none"),
+        ("read", ["read"], {"type": "function", "function": {"name": "read"}}),
+        ("required", ["read"], {"type": "function", "function": {"name": "read"}}),  # one tool: name it
+        ("required", ["read", "grep"], "required"),
+        ("grep", ["read", "grep"], {"type": "function", "function": {"name": "grep"}}),
+    ],
+)
+def test_tool_choice_wire_forms(ink, choice, names, wire):
+    tools = [dict(READ_TOOL, name=name) for name in names]
+    request = {"model": "m", "system": "s", "messages": HISTORY[:1], "tools": tools}
+    if choice is not None:
+        request["toolChoice"] = choice
+    assert ink.openai_completions.build_request_body(request)["tool_choice"] == wire

@@ -30,9 +30,14 @@ class TextBlock(TypedDict):
     text: str
 
 
-class ThinkingBlock(TypedDict):
+class _ThinkingBlockRequired(TypedDict):
     type: Literal["thinking"]
-    thinking: str  # reasoning shown to the user, never sent back to the model
+    thinking: str  # reasoning shown to the user; sent back only with a signature
+
+
+class ThinkingBlock(_ThinkingBlockRequired, total=False):
+    signature: str  # Anthropic's proof the reasoning is its own: sent back with it, unchanged
+    redacted: str  # Anthropic's encrypted redacted_thinking data (its ``thinking`` is "")
 
 
 class ToolCallBlock(TypedDict):

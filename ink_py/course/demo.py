@@ -10,6 +10,7 @@ the previous frame caused has happened — it looks inside the running generator
     ink-py demo                 the "读取 README" scenario, one step per Enter (q quits)
     ink-py demo interleaved     any name from ``ink-py demo --list``
     ink-py demo --file DIR/001-response.sse     a body saved by ``ink-py --record DIR``
+    ink-py demo --api anthropic-messages       the same story in another wire dialect (or openai-responses)
     ink-py demo --no-pause | less               every step at once (also when stdin is no terminal)
 
 How one step is taken (``record_steps``):
@@ -66,7 +67,7 @@ from typing import Any, TypedDict
 
 from ..arguments import CliParser
 from ..core.abort import AbortController
-from ..provider import openai_completions, shared
+from ..provider import anthropic_messages, openai_completions, openai_responses, shared
 from ..provider.shared import DONE
 from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, wants_colour
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
@@ -98,6 +99,53 @@ STATE_NAMES = (
 ABORT_SCENARIOS = {"abort"}  # these fixtures end where the user presses Ctrl-C
 
 
+class Dialect(TypedDict):
+    """What ``--api`` changes: whose assemble_stream runs, which lines and locals a step shows."""
+
+    module: Any  # the provider module: its assemble_stream runs
+    folder: str  # fixtures/<folder>/ holds its copy of the article's scenarios
+    traced: list[Callable[..., Any]]
+    state: tuple[str, ...]
+
+
+_BLOCK_STATE = ("parts_by_index", "block_by_index", "stop_reason", "usage", "blocks", "sse")
+DIALECTS: dict[str, Dialect] = {
+    "openai-completions": {"module": openai_completions, "folder": "article", "traced": TRACED, "state": STATE_NAMES},
+    "anthropic-messages": {
+        "module": anthropic_messages,
+        "folder": "anthropic",
+        "traced": [
+            anthropic_messages.assemble_stream,
+            shared.abort_safe,
+            anthropic_messages.open_block,
+            anthropic_messages.finish_block,
+            openai_completions.finish_tool_arguments,
+            shared.safe_parse_json,
+            anthropic_messages.map_stop_reason,
+            anthropic_messages.merge_usage,
+            openai_completions.finished_message,
+        ],
+        "state": ("finished", "saw_stop", *_BLOCK_STATE),
+    },
+    "openai-responses": {
+        "module": openai_responses,
+        "folder": "responses",
+        "traced": [
+            openai_responses.assemble_stream,
+            shared.abort_safe,
+            openai_responses.open_item,
+            openai_completions.finish_tool_arguments,
+            shared.safe_parse_json,
+            openai_responses.map_status,
+            openai_responses.merge_usage,
+            openai_completions.finished_message,
+        ],
+        "state": ("index_by_item", "saw_end", *_BLOCK_STATE),
+    },
+}
+END_FLAGS = ("saw_finish", "saw_done", "saw_stop", "saw_end")  # the locals that say the end marker came
+
+
 class Step(TypedDict):
     title: str
     received: str  # "nothing" (step 1), "event", "frame" (a frame with no event), "end" or "abort"
@@ -108,6 +156,7 @@ class Step(TypedDict):
     outcome: str  # "pending" (more to come), "message_end", "error", "aborted" or "ended" (none of those)
     error: str | None
     lines: dict[str, list[int]]  # function name → line numbers that ran during the step
+    api: str  # the dialect whose assemble_stream ran (DIALECTS)
 
 
 # ── feeding the assembler one frame per read ─────────────────────────────────────────
@@ -129,11 +178,12 @@ def split_frames(body: bytes) -> list[bytes]:
     return frames
 
 
-def record_steps(frames: list[bytes], abort_after: int | None = None) -> list[Step]:
-    """Run the real ``assemble_stream`` over ``frames`` and keep one Step per SSE frame.
+def record_steps(frames: list[bytes], abort_after: int | None = None, api: str = "openai-completions") -> list[Step]:
+    """Run the real ``assemble_stream`` of ``api``'s dialect over ``frames``; keep one Step per SSE frame.
 
     With ``abort_after=N`` the user aborts once N frames have been read.
     """
+    dialect = DIALECTS[api]
     controller = AbortController()
     steps: list[Step] = []
     emitted: list[dict[str, Any]] = []  # yielded since the last step
@@ -142,7 +192,7 @@ def record_steps(frames: list[bytes], abort_after: int | None = None) -> list[St
 
     def close_step(received: str, outcome: str = "pending", error: str | None = None) -> None:
         f_locals = frame.f_locals  # the live frame of the assembler (or, once it ended, its last state)
-        state = {name: copy.deepcopy(f_locals[name]) for name in STATE_NAMES if name in f_locals}
+        state = {name: copy.deepcopy(f_locals[name]) for name in dialect["state"] if name in f_locals}
         sse = f_locals.get("sse")
         raw = sent.pop().decode("utf-8", "replace") if sent else ""
         if sse is not None and sse is not last_sse[0]:
@@ -160,6 +210,7 @@ def record_steps(frames: list[bytes], abort_after: int | None = None) -> list[St
             "outcome": outcome,
             "error": error,
             "lines": {name: sorted(numbers) for name, numbers in lines.items()},
+            "api": api,
         }
         step["title"] = step_title(step, first=not steps)
         steps.append(step)
@@ -179,10 +230,10 @@ def record_steps(frames: list[bytes], abort_after: int | None = None) -> list[St
             controller.abort()  # the user's Ctrl-C …
             raise ConnectionResetError("the connection was closed by the abort")  # … shuts the socket
 
-    assembler = openai_completions.assemble_stream(body(), controller.signal)
+    assembler = dialect["module"].assemble_stream(body(), controller.signal)
     frame = assembler.gi_frame  # held: its locals stay readable after the generator ends
     final = "abort" if abort_after is not None else "end"
-    with lines_that_run(TRACED) as lines:
+    with lines_that_run(dialect["traced"]) as lines:
         try:
             for event in assembler:
                 emitted.append(copy.deepcopy(event))
@@ -273,15 +324,16 @@ def step_title(step: Step, first: bool = False) -> str:
     if first and step["received"] == "nothing":
         return "等待第一条事件"
     if outcome == "error":
-        no_finish = not state.get("saw_finish") and not state.get("saw_done")
+        no_finish = not any(state.get(flag) for flag in END_FLAGS)
         return "缺少结束原因,拒绝交付" if no_finish and step["received"] not in ("event", "frame") else "出错,拒绝交付"
     parts: list[str] = []
     if step["received"] == "event":
         parts += event_title_parts(step)
     elif step["received"] == "frame":
         parts.append("收到半个事件,先留在 buffer 里" if not complete(step["frame"]) else "收到注释或保活,没有事件")
+    calls = any(block["type"] == "toolCall" for block in state.get("blocks") or [])
     ending = {
-        "message_end": "解析参数,交出完整回复" if state.get("tool_raw_by_index") else "拼好文本,交出完整回复",
+        "message_end": "解析参数,交出完整回复" if calls else "拼好文本,交出完整回复",
         "aborted": "用户中断,结束接收",
         "ended": "流结束,没有交出回复",
     }.get(outcome)
@@ -299,7 +351,8 @@ def event_title_parts(step: Step) -> list[str]:
     data = (step["event"] or {}).get("data")
     if data == DONE:
         return ["收到结束标记 [DONE]"]
-    index_of = {block["id"]: index for index, block in step["state"].get("tool_by_index", {}).items()}
+    by_index = step["state"].get("tool_by_index") or step["state"].get("block_by_index") or {}
+    index_of = {block["id"]: index for index, block in by_index.items() if block["type"] == "toolCall"}
     parts: list[str] = []
     for event in step["emitted"]:
         index = index_of.get(event.get("id"), "?")
@@ -313,10 +366,29 @@ def event_title_parts(step: Step) -> list[str]:
             continue  # the first fragment came with the call itself
         if part is not None and part not in parts:
             parts.append(part)
-    choices = data.get("choices") if isinstance(data, dict) else None
+    data = data if isinstance(data, dict) else {}
+    kind = data.get("type") or (step["event"] or {}).get("event")  # the other dialects name their events
+    choices = data.get("choices")
     if choices and isinstance(choices[0], dict) and choices[0].get("finish_reason") is not None:
         parts.append("记下结束原因,继续读到流结束")
-    elif not parts and isinstance(data, dict) and data.get("usage"):
+    elif kind == "message_delta" and (data.get("delta") or {}).get("stop_reason"):
+        parts.append("记下结束原因,继续读到 message_stop")
+    elif kind in ("message_stop", "response.completed", "response.incomplete"):
+        parts.append(f"收到结束事件 {kind}")
+    elif kind == "content_block_stop":
+        what = "解析它的参数" if data.get("index") in index_of.values() else "拼好它的文本"
+        parts.append(f"index {data.get('index')} 的块结束,{what}")
+    elif not parts and kind == "content_block_start":
+        parts.append(f"打开 index {data.get('index')} 的 {(data.get('content_block') or {}).get('type')} 块")
+    elif not parts and kind == "response.output_item.added":
+        parts.append(f"打开 output_index {data.get('output_index')} 的 {(data.get('item') or {}).get('type')} 项")
+    elif kind == "response.function_call_arguments.done":
+        parts.append("收到整串参数(.done),以它为准")
+    elif not parts and kind in ("message_start", "response.created"):
+        parts.append("回复开始" + (",记下用量" if (data.get("message") or {}).get("usage") else ""))
+    elif not parts and kind == "ping":
+        parts.append("收到 ping,没有新内容")
+    elif not parts and data.get("usage"):
         parts.append("记下用量")
     return parts or ["收到事件,没有新内容"]
 
@@ -354,7 +426,7 @@ def render_step(step: Step, number: int, total: int, style: Style, context: int 
         out += ["", style.bold("交给显示层"), *indent([event_line(e) for e in shown])]
     out += ["", style.bold("交给 Agent 循环"), *indent(loop_text(step))]
     out += ["", style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")]
-    out += code_text(step["lines"], style, context)
+    out += code_text(step["lines"], style, context, DIALECTS[step["api"]]["traced"])
     return "\n".join(out)
 
 
@@ -402,12 +474,25 @@ def state_text(step: Step) -> list[str]:
             lines.append(f"  参数拼起来: {clip(''.join(raw))}")
         if block["arguments"]:  # set at ④, after the stream ended
             lines.append(f"  arguments(④ 解析后)= {json.dumps(block['arguments'], ensure_ascii=False)}")
+    for index, block in (state.get("block_by_index") or {}).items():  # the other dialects: one block per index
+        raw = (state.get("parts_by_index") or {}).get(index, [])
+        call = block["type"] == "toolCall"
+        lines.append(f"block_by_index[{index}]: " + (f"toolCall id {block['id']} · name {block['name']}" if call
+                     else block["type"]))  # fmt: skip
+        lines.append(f"  parts_by_index[{index}] = {fragments(raw)}")
+        if len(raw) > 1:
+            lines.append(f"  拼起来: {clip(''.join(raw))}")
+        if call and block["arguments"]:  # set at the block's end (Messages) or at ④
+            lines.append(f"  arguments(解析后)= {json.dumps(block['arguments'], ensure_ascii=False)}")
+    if state.get("index_by_item"):
+        lines.append(f"index_by_item = {json.dumps(state['index_by_item'])}  (item_id → output_index)")
     if not lines:
         lines.append("尚无文本或工具参数")
     if state.get("blocks"):  # the reply's blocks in order; tool_by_index holds the same objects (§2.2)
         kinds = [f"toolCall {b['id']}" if b["type"] == "toolCall" else b["type"] for b in state["blocks"]]
         lines.append(f"blocks: {' · '.join(kinds)}")
-    ends = [f"saw_finish = {state.get('saw_finish')}", f"stop_reason = {state.get('stop_reason')!r}"]
+    flag = next((name for name in END_FLAGS if name in state and name != "saw_done"), "saw_finish")
+    ends = [f"{flag} = {state.get(flag)}", f"stop_reason = {state.get('stop_reason')!r}"]
     if state.get("saw_done"):
         ends.append("saw_done = True")
     lines.append(" · ".join(ends))
@@ -493,9 +578,11 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def code_text(lines_by_function: dict[str, list[int]], style: Style, context: int) -> list[str]:
+def code_text(
+    lines_by_function: dict[str, list[int]], style: Style, context: int, traced: list[Callable[..., Any]] = TRACED
+) -> list[str]:
     """The functions that ran, in the order they first ran, each a window of its real source."""
-    functions = {f.__name__: f for f in TRACED}
+    functions = {f.__name__: f for f in traced}
     out: list[str] = []
     for name, numbers in lines_by_function.items():
         out.append(style.dim(f"  {source_label(functions[name])} · {name}()"))
@@ -566,6 +653,12 @@ def build_parser() -> CliParser:
     parser.add_argument("scenario", nargs="?", help="a scenario from --list (default: readme)")
     parser.add_argument("--list", action="store_true", help="print the scenario names, one per line, and exit")
     parser.add_argument("--file", metavar="PATH", help="step through a recorded body, e.g. DIR/001-response.sse")
+    parser.add_argument(
+        "--api",
+        default=os.environ.get("INK_API", "openai-completions"),
+        metavar="|".join(DIALECTS),
+        help="the wire dialect of the body (env INK_API; default openai-completions)",
+    )
     parser.add_argument("--no-pause", action="store_true", help="print every step without waiting for Enter")
     parser.add_argument(
         "--context", type=int, default=0, metavar="N", help="extra source lines around each executed line (default 0)"
@@ -595,6 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail("give a scenario or --file, not both")
     if args.context < 0:
         return fail("--context must be 0 or more")
+    if args.api not in DIALECTS:
+        return fail(f"--api {args.api}: choose one of {', '.join(DIALECTS)} (or fix INK_API)")
     if args.file:
         try:
             data = Path(args.file).read_bytes()
@@ -606,14 +701,14 @@ def main(argv: list[str] | None = None) -> int:
         if name not in SCENARIOS:
             return fail(f"unknown scenario {name!r} (choose from: {', '.join(SCENARIOS)})")
         try:
-            path = fixture_path(SCENARIOS[name]["fixture"])
+            path = fixture_path(SCENARIOS[name]["fixture"].replace("article/", DIALECTS[args.api]["folder"] + "/"))
             data = path.read_bytes()
         except OSError as err:  # an install without its fixtures
             return fail(str(err))
         label = f"{SCENARIOS[name]['title']}({SCENARIOS[name]['section']})· {shown_path(path)}"
         abort_after = len(split_frames(data)) if name in ABORT_SCENARIOS else None  # abort after the last frame
     try:
-        return present(record_steps(split_frames(data), abort_after), label, args)
+        return present(record_steps(split_frames(data), abort_after, args.api), label, args)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -2,10 +2,10 @@
 
 Sections: §2 ``assemble_stream``, the article's core loop (① text, ② tool-call fragments
 by index — §2.2, ③ the finish reason, ④ parse the arguments — §4.3, then §4.1's check);
-§4.4 ``map_finish_reason``; part 01's request (``to_wire_messages``, ``build_request_body``);
-last ``OpenAICompletionsProvider.stream``, which posts the request and hands the body to
-``assemble_stream``. Differences from the TypeScript are tagged ``beyond §`` where they
-happen; walkthrough.md explains them. The article's "读取 README" stream, in two reads::
+§4.4 ``map_finish_reason``; ``reply_body`` (a 200 body that is not SSE); part 01's request
+(``to_wire_messages``, ``build_request_body``); last ``OpenAICompletionsProvider.stream``,
+which posts the request and hands the body to ``assemble_stream``. Differences from the
+TypeScript are tagged ``beyond §``; walkthrough.md explains them. "读取 README" in two reads::
 
     >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
     ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',
@@ -46,12 +46,13 @@ from .shared import (
     DONE,
     SseEvent,
     abort_safe,
-    interrupt_response,
     parse_sse,
     post_json_with_retry,
+    read_at_most,
     read_body,
     safe_parse_json,
     server_message,
+    stream_reply,
 )
 from .types import LLMEvent, LLMRequest, ProviderError
 
@@ -230,6 +231,71 @@ def raise_if_server_error(sse: SseEvent) -> None:
         raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {str(data)[:200]!r}")
 
 
+# ── beyond §2: bodies that are not an event stream ───────────────────────────────────────
+
+
+BLANK = b"\xef\xbb\xbf \t\r\n"  # a BOM and blank lines before the first event (lstrip's set of bytes)
+SSE_STARTS = (b"d", b"e", b"i", b"r", b":")  # data:, event:, id:, retry:, error:, a comment
+EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
+    '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
+)
+SNIFF_LIMIT = 4096  # at most this much blank prelude is held back before deciding
+WHOLE_REPLY_LIMIT = 16 * 1024 * 1024  # the largest non-streamed reply read into memory
+
+
+def reply_body(reads: Iterable[bytes], content_type: str = "", empty_note: str = "") -> Iterator[bytes]:
+    """The reply's bytes as an event stream, whatever a 200 reply turned out to hold.
+
+    An empty body is an error that says so; one JSON ``chat.completion`` (a server that
+    ignored ``stream: true``) becomes a one-event stream; a body that is neither says
+    what arrived. Anything that looks like SSE passes through untouched.
+    """
+    reads = iter(reads)
+    head = b""
+    for data in reads:
+        head += data
+        if head.lstrip(BLANK) or len(head) > SNIFF_LIMIT:
+            break  # the first byte that is not blank decides
+    start = head.lstrip(BLANK)[:1]
+    shown = f"Content-Type: {content_type or 'none'}"
+    if start == b"" and len(head) <= SNIFF_LIMIT:
+        raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
+    if start == b"{":
+        yield whole_reply_as_sse(read_at_most(head, reads, WHOLE_REPLY_LIMIT))
+        return
+    if start and "event-stream" not in content_type and start not in SSE_STARTS:
+        raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
+    yield head
+    yield from reads
+
+
+def whole_reply_as_sse(raw: bytes) -> bytes:
+    """One non-streamed ``chat.completion`` → the SSE bytes of one chunk carrying all of it, then [DONE].
+
+    >>> whole_reply_as_sse(b'{"object":"chat.completion","choices":[{"message":'
+    ...                    b'{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}')
+    b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\\n\\ndata: [DONE]\\n\\n'
+    """
+    try:
+        reply = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        raise ProviderError(f"the server answered with a body that is neither SSE nor JSON: {raw[:120]!r}") from None
+    if isinstance(reply, dict) and reply.get("error") is not None:
+        raise ProviderError(f"the server reported an error: {server_message(reply)}")
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ProviderError(f"the server answered with JSON that is not a chat.completion: {raw[:120]!r}")
+    message = choices[0].get("message") or {}
+    keys = ("content", "reasoning_content", "reasoning", "tool_calls")  # what assemble_stream reads
+    delta = {key: message[key] for key in keys if isinstance(message, dict) and message.get(key) is not None}
+    chunk: dict[str, Any] = {
+        "choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}]
+    }
+    if reply.get("usage"):
+        chunk["usage"] = reply["usage"]
+    return b"data: " + json.dumps(chunk, ensure_ascii=False).encode("utf-8") + b"\n\ndata: [DONE]\n\n"
+
+
 # ── the request body (part 01): to_wire_messages, build_request_body ────────────────────
 
 
@@ -243,7 +309,7 @@ def to_wire_messages(system: str, messages: list[AgentMessage]) -> list[dict[str
     ...     {"role": "toolResult", "results": [{"toolCallId": "t1", "toolName": "read",
     ...      "content": "# ink_py", "isError": False}]}])   # doctest: +NORMALIZE_WHITESPACE
     [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'},
-     {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 't1', 'type': 'function',
+     {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 't1', 'type': 'function',
       'function': {'name': 'read', 'arguments': '{"path": "README.md"}'}}]},
      {'role': 'tool', 'tool_call_id': 't1', 'content': '# ink_py'}]
     """
@@ -266,7 +332,8 @@ def to_wire_messages(system: str, messages: list[AgentMessage]) -> list[dict[str
                 for block in blocks
                 if block["type"] == "toolCall"
             ]
-            entry: dict[str, Any] = {"role": "assistant", "content": None if text == "" and tool_calls else text}
+            # beyond part 01: "" rather than null when only tools were called — llama-cpp-python rejects null
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
             if tool_calls:
                 entry["tool_calls"] = tool_calls
             wire.append(entry)
@@ -314,8 +381,29 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
             }
             for t in tools
         ]
-        body["tool_choice"] = "auto"
+        body["tool_choice"] = wire_tool_choice(request.get("toolChoice") or "auto", [t["name"] for t in tools])
     return body
+
+
+def wire_tool_choice(choice: str, tool_names: list[str]) -> str | dict[str, Any]:
+    """Beyond part 01 (Ink always sends "auto"): ``ink-py --tool-choice`` in the request's words.
+
+    A tool's name goes in the object form every server takes. So does "required" when
+    only one tool is offered — the same demand, and llama-cpp-python ignores or rejects
+    the string "required" but honours a named tool.
+
+    >>> wire_tool_choice("none", ["read"]), wire_tool_choice("required", ["read", "grep"])
+    ('none', 'required')
+    >>> wire_tool_choice("required", ["read"]) == wire_tool_choice("read", ["read"])
+    True
+    >>> wire_tool_choice("read", ["read"])
+    {'type': 'function', 'function': {'name': 'read'}}
+    """
+    if choice == "required" and len(tool_names) == 1:
+        choice = tool_names[0]
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
 
 
 # ── the provider: stream(request) ───────────────────────────────────────────────────────
@@ -337,17 +425,13 @@ class OpenAICompletionsProvider:
     def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
         """POST the request and yield its LLMEvents as the reply streams in."""
         signal = request.get("signal") or NEVER_ABORTED
-        response = self.post(build_request_body(request), signal)
+        body = build_request_body(request)
+        response = self.post(body, signal)
         if response is None:
             return  # aborted before the reply started
-        # An abort must wake a read blocked in this thread: the listener shuts the socket.
-        wake = lambda: interrupt_response(response)  # noqa: E731
-        signal.add_listener(wake)
-        try:
-            yield from assemble_stream(self.read(response), signal)
-        finally:
-            signal.remove_listener(wake)
-            response.close()
+        note = EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""
+        reads = reply_body(self.read(response), response.headers.get("Content-Type", ""), note)  # beyond §2
+        yield from stream_reply(response, reads, signal, assemble_stream)  # closes it after
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""

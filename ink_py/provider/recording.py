@@ -1,9 +1,9 @@
 """``ink-py --record DIR``: keep every streamed reply, byte for byte, to replay it later.
 
 Not in Ink, and not on the article's path: ``RecordingProvider`` is the Chat Completions
-provider with its two edges, ``post`` and ``read``, wrapped. A stream captured once from
-a real provider becomes a fixture like those in ``fixtures/``: ``ink-py demo --file
-DIR/001-response.sse`` steps through it offline. For each request, numbered in order:
+provider with its two edges, ``post`` and ``read``, wrapped (``RECORDING``: one per dialect).
+A stream captured once from a real provider becomes a fixture like those in ``fixtures/``:
+``ink-py demo --file DIR/001-response.sse`` steps through it offline. For each request, numbered in order:
 
     DIR/001-request.json    the JSON body sent (the API key travels in a header: never written)
     DIR/001-response.sse    the response body exactly as it arrived
@@ -22,7 +22,9 @@ from typing import Any
 import requests
 
 from ..core.abort import AbortSignal
+from .anthropic_messages import AnthropicMessagesProvider
 from .openai_completions import DEFAULT_BASE_URL, OpenAICompletionsProvider
+from .openai_responses import OpenAIResponsesProvider
 
 
 class RecordingProvider(OpenAICompletionsProvider):
@@ -40,6 +42,22 @@ class RecordingProvider(OpenAICompletionsProvider):
 
     def read(self, response: requests.Response) -> Iterable[bytes]:
         return tee_body(super().read(response), self._prefix)
+
+
+class RecordingAnthropicMessagesProvider(RecordingProvider, AnthropicMessagesProvider):
+    """The same two wrapped edges around the Anthropic Messages provider's post and read."""
+
+
+class RecordingOpenAIResponsesProvider(RecordingProvider, OpenAIResponsesProvider):
+    """The same two wrapped edges around the OpenAI Responses provider's post and read."""
+
+
+# Each dialect's provider → the one that records it (ink-py --api X --record DIR).
+RECORDING = {
+    OpenAICompletionsProvider: RecordingProvider,
+    AnthropicMessagesProvider: RecordingAnthropicMessagesProvider,
+    OpenAIResponsesProvider: RecordingOpenAIResponsesProvider,
+}
 
 
 def next_record_prefix(record_dir: Path) -> Path:

@@ -196,6 +196,21 @@ def safe_parse_json(raw: str) -> Any:
         return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else ``{}``: a field of the wrong shape reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_key(value: Any) -> str | int | None:
+    """An index or id usable as a dict key (a string or a whole number), else None."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def token_count(value: Any) -> int:
+    """A usage figure: a whole number of 0 or more, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 # ── the request: post_json_with_retry (part 01) and read_body ───────────────────────────
 
 
@@ -204,6 +219,8 @@ def post_json_with_retry(
     body: Mapping[str, Any],
     *,
     api_key: str | None = None,
+    key_header: str = "Authorization",
+    headers: Mapping[str, str] | None = None,
     signal: AbortSignal | None = None,
     session: requests.Session | None = None,
     sleep: Callable[[float], Any] | None = None,
@@ -213,12 +230,22 @@ def post_json_with_retry(
     Retries connection errors and 408/409/429/5xx (honouring ``Retry-After``) — safe,
     because nothing has been read or shown yet. Returns None if the signal aborts
     first. Any other status raises ``ProviderError("API error <status>: <message>")``.
+    The key goes in ``key_header`` (a Bearer token in Authorization; Anthropic's bare
+    ``x-api-key``) and is never part of any message; ``headers`` adds more.
     """
     signal = signal or NEVER_ABORTED
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    extra = headers or {}
+    # beyond part 01: name the encodings read_body decodes (requests would add br/zstd when installed)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+        "Accept-Encoding": "gzip, deflate",
+        **extra,
+    }
     if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
+        headers[key_header] = f"Bearer {api_key}" if key_header == "Authorization" else api_key
+    key_env = "OPENAI_API_KEY" if key_header == "Authorization" else "ANTHROPIC_API_KEY"  # for the 401 hint
     post = session.post if session is not None else requests.post
     wait = sleep if sleep is not None else (lambda seconds: _sleep(seconds, signal))
     problem = ""
@@ -241,9 +268,10 @@ def post_json_with_retry(
                 return response
             retry_after = retry_after_seconds(response.headers)
             if not is_retryable_status(response.status_code) or attempt == MAX_ATTEMPTS:
-                raise api_error(response, api_key, url=url)
+                raise api_error(response, api_key, key_env=key_env, url=url)
             if retry_after is not None and retry_after > RETRY_AFTER_MAX_SECONDS:
-                raise api_error(response, api_key, f" (the server asked to retry after {retry_after:.0f} s)", url)
+                note = f" (the server asked to retry after {retry_after:.0f} s)"
+                raise api_error(response, api_key, note, key_env=key_env, url=url)
             response.close()  # drop the error body so the connection is released
             problem, refused = f"HTTP {response.status_code}", ""
             delay = retry_after if retry_after is not None else backoff_seconds(attempt)
@@ -302,7 +330,13 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def api_error(response: requests.Response, api_key: str | None = None, note: str = "", url: str = "") -> ProviderError:
+def api_error(
+    response: requests.Response,
+    api_key: str | None = None,
+    note: str = "",
+    key_env: str = "OPENAI_API_KEY",
+    url: str = "",
+) -> ProviderError:
     """``API error 401: Incorrect API key provided — check …``, the key itself never shown."""
     status = response.status_code
     try:
@@ -313,7 +347,7 @@ def api_error(response: requests.Response, api_key: str | None = None, note: str
         response.close()
     message = server_message(_json_or_text(raw.decode("utf-8", "replace"))) or response.reason or "no message"
     hint = {
-        401: " — check the API key (--api-key or OPENAI_API_KEY)",
+        401: f" — check the API key (--api-key or {key_env})",
         404: " — check the model name (--model) and the base URL (--base-url)" + not_found_hint(url),
     }.get(status, "")
     return ProviderError(_redact(f"API error {status}: {message}{hint}{note}", api_key))
@@ -332,12 +366,14 @@ def not_found_hint(url: str) -> str:
 
 
 def server_message(payload: Any) -> str:
-    """The human part of a server's error payload, whatever its shape.
+    """The human part of a server's error payload, whatever its shape, on one line.
 
     >>> server_message({"error": {"message": "model not found", "type": "invalid_request_error"}})
     'model not found'
     >>> server_message({"detail": "Not Found"})
     'Not Found'
+    >>> server_message({"error": {"message": "2 validation errors:\\n  content\\n    field required"}})
+    '2 validation errors: content field required'
     """
     if isinstance(payload, dict):
         for key in ("error", "message", "detail", "msg"):
@@ -345,8 +381,16 @@ def server_message(payload: Any) -> str:
                 return server_message(payload[key])
         return json.dumps(payload, ensure_ascii=False)[:500]
     if isinstance(payload, str):
-        return payload.strip()[:500]
+        return one_line(payload)[:500]
     return json.dumps(payload, ensure_ascii=False)[:500]
+
+
+def one_line(text: str) -> str:
+    """Fold a multi-line message onto one line; control characters become spaces.
+
+    Beyond part 01: a server's message reaches the terminal as one ``error: …`` line.
+    """
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 def read_body(response: requests.Response) -> Iterator[bytes]:
@@ -360,15 +404,48 @@ def read_body(response: requests.Response) -> Iterator[bytes]:
     raw = response.raw
     while True:
         try:
-            data = raw.read1(READ_SIZE)
+            data = raw.read1(READ_SIZE, decode_content=True)  # beyond §2.1: gzip/deflate bodies decoded
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError, ValueError, AttributeError) as err:
             # ValueError/AttributeError: the response was closed under us (an abort does that)
             if isinstance(err, urllib3.exceptions.ReadTimeoutError):
                 raise ProviderError(f"the server sent nothing for {READ_TIMEOUT_SECONDS:.0f} s") from err
+            if isinstance(err, urllib3.exceptions.DecodeError):
+                encoding = response.headers.get("Content-Encoding", "")
+                raise ProviderError(f"the reply claims Content-Encoding {encoding!r} but does not decode") from err
             raise ProviderError(f"the connection broke while reading the reply: {err}") from err
         if not data:
             return
         yield data
+
+
+def read_at_most(head: bytes, reads: Iterable[bytes], limit: int) -> bytes:
+    """``head`` and the rest of the body, joined; ProviderError past ``limit`` bytes."""
+    parts, size = [head], len(head)
+    for data in reads:
+        parts.append(data)
+        size += len(data)
+        if size > limit:
+            raise ProviderError(f"the reply is larger than {limit // (1024 * 1024)} MB; not read further")
+    return b"".join(parts)
+
+
+def stream_reply(
+    response: requests.Response,
+    reads: Iterable[bytes],
+    signal: AbortSignal,
+    assemble_stream: Callable[[Iterable[bytes], AbortSignal], Iterator[T]],
+) -> Iterator[T]:
+    """Hand the reply's reads to a dialect's ``assemble_stream``; close the response after.
+
+    An abort must wake a read blocked in this thread: the listener shuts the socket.
+    """
+    wake = lambda: interrupt_response(response)  # noqa: E731
+    signal.add_listener(wake)
+    try:
+        yield from assemble_stream(reads, signal)
+    finally:
+        signal.remove_listener(wake)
+        response.close()
 
 
 def interrupt_response(response: requests.Response) -> None:

@@ -74,6 +74,7 @@ class LLMRequest(_LLMRequestRequired, total=False):
     tools: list[ToolSpec]
     maxTokens: int
     signal: AbortSignal | None
+    toolChoice: str  # beyond §2: "auto" (Ink's only choice, the default), "required", "none" or a tool's name
 
 
 class LLMProvider(Protocol):

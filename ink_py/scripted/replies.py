@@ -393,10 +393,7 @@ def build_reply(body: Any, scenario: str, created: int) -> Reply:
     answer = plan_answer(body, scenario)
     stream = body.get("stream") is True
     if answer["fixture"] is not None:
-        if not stream:
-            return error_reply(400, f'The scenario {scenario!r} replays a recorded stream: send "stream": true.')
-        data = fixture_path(answer["fixture"]).read_bytes()  # byte for byte: no usage, no [DONE] added
-        return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
+        return replay_fixture(answer, scenario, stream)
 
     model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else MODEL_ID
     completion_id = "chatcmpl-" + _digest(body.get("messages"))[:24]
@@ -413,8 +410,22 @@ def build_reply(body: Any, scenario: str, created: int) -> Reply:
             chunk["usage"] = None  # as OpenAI does: every chunk but the last says "usage": null
         chunks.append({**_chunk_head(model, completion_id, created), "choices": [], "usage": usage})
     frames = [sse_frame(_json_bytes(chunk)) for chunk in chunks] + [sse_frame(b"[DONE]")]
-    if answer["slow"]:
-        return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))  # whole frames, slowly
+    return sse_reply(frames, answer["slow"])
+
+
+def replay_fixture(answer: Answer, scenario: str, stream: bool, folder: str = "article") -> Reply:
+    """An article scenario's recorded body, byte for byte, from ``fixtures/<folder>/`` (its dialect's)."""
+    if not stream:
+        return error_reply(400, f'The scenario {scenario!r} replays a recorded stream: send "stream": true.')
+    name = str(answer["fixture"]).replace("article/", f"{folder}/", 1)
+    data = fixture_path(name).read_bytes()  # no usage, no end marker added
+    return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
+
+
+def sse_reply(frames: list[bytes], slow: bool) -> Reply:
+    """A streamed reply: cut at awkward places, or (the slow scenario) whole frames, slowly."""
+    if slow:
+        return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))
     return _reply(200, SSE_TYPE, split_awkwardly(b"".join(frames)))
 
 

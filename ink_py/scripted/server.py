@@ -1,16 +1,17 @@
-"""The scripted model over HTTP: an OpenAI-compatible Chat Completions server on 127.0.0.1.
+"""The scripted model over HTTP: Chat Completions, Responses and Messages on 127.0.0.1.
 
 With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to
 it through the same provider code a real endpoint gets — real sockets, chunked SSE, CRLF
 frames, reads that end in the middle of a character — so the demo needs no network and
-no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai``
-package, or any OpenAI-compatible client::
+no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai`` and
+``anthropic`` packages, or any compatible client::
 
     $ ink-py serve-model --port 8765
     http://127.0.0.1:8765/v1
     $ curl -N http://127.0.0.1:8765/v1/chat/completions -d '{"stream": true, "messages": [...]}'
 
-Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``GET /v1/models``.
+Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/messages``
+(Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), ``GET /v1/models``.
 What to answer, and how the bytes are cut, is decided in ``replies`` (pure logic);
 this module only reads requests and writes the replies' pieces with ``delay`` seconds
 between them. Worked example — nothing here opens a socket until you ask::
@@ -37,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..arguments import CliParser, non_negative_float, port_number
+from .dialects import MESSAGES, RESPONSES, build_dialect_reply
 from .replies import (
     DEFAULT_SCENARIO,
     MODEL_ID,
@@ -53,6 +55,9 @@ DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arriv
 REPLY_SECONDS = 1.5  # ... but a long reply's pauses add up to at most this (None: no cap)
 HOLD_COMMENT_SECONDS = 10.0  # the abort scenario's silence: an SSE comment this often, so no read times out
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+DIALECT_PATHS = {  # the same script in the two other dialects (scripted/dialects.py)
+    "/v1/messages": MESSAGES, "/messages": MESSAGES, "/v1/responses": RESPONSES, "/responses": RESPONSES,
+}  # fmt: skip
 MODELS_PATHS = ("/v1/models", "/models")
 
 
@@ -152,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self._read_body()  # read first, so a keep-alive connection stays in step
         path = self._path()
-        if path not in CHAT_PATHS:
+        if path not in CHAT_PATHS and path not in DIALECT_PATHS:
             self._send_json(404, error_body(f"Invalid URL (POST {path})"))
             return
         try:
@@ -162,7 +167,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.received.append(body)
         try:
-            reply = build_reply(body, self.server.scenario, int(time.time()))
+            if path in DIALECT_PATHS:
+                reply = build_dialect_reply(body, DIALECT_PATHS[path], self.server.scenario, int(time.time()))
+            else:
+                reply = build_reply(body, self.server.scenario, int(time.time()))
         except Exception as err:  # a bug in the script must not leave the client hanging
             reply = error_reply(500, f"the scripted model failed: {err!r}")
         self._send(reply)

@@ -89,12 +89,11 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from ..arguments import CliParser, UsageError, port_number, positive_int
-from ..cli import DEFAULT_SYSTEM, add_endpoint_arguments, resolve_endpoint
+from ..cli import DEFAULT_SYSTEM, add_endpoint_arguments, create_provider, resolve_endpoint
 from ..core.abort import AbortController
 from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS, AgentEvent, run_agent_loop
 from ..core.messages import AgentMessage
 from ..core.tools.read import create_read_tool
-from ..provider.openai_completions import OpenAICompletionsProvider
 from ..provider.types import LLMProvider, ProviderError
 from ..runner import first_line
 
@@ -583,7 +582,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         try:
             relay = make_relay_server(
-                provider_factory=lambda: OpenAICompletionsProvider(base_url, api_key),
+                provider_factory=lambda: create_provider(args.api, base_url, api_key),
                 model=model,
                 workspace=args.workspace,
                 host=args.host,
