@@ -190,6 +190,8 @@ def test_piped_lines_are_one_message_each_and_the_trace_covers_the_session(works
     records = [json.loads(line) for line in (workspace / "t.jsonl").read_text(encoding="utf-8").splitlines()]
     ends = [r for r in records if r["type"] == "run_end"]
     assert [(r["turns"], r["stopReason"]) for r in ends] == [(2, "completed"), (1, "completed")]
+    last_reply = [r for r in records if r["type"] == "message_end"][-1]["message"]
+    assert ends[1]["usage"] == last_reply["usage"]  # each turn's own tokens, not the conversation's sum
 
 
 def test_the_three_turn_session_cut_answer_continue_follow_up(workspace: Path) -> None:
