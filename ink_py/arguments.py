@@ -20,8 +20,8 @@ EXIT_USAGE = 1  # the same code as any other error: 2 means "answer truncated"
 # `ink-py <command> …` → (module under ink_py, what it does); anything else is a prompt.
 COMMANDS = {
     "chat": ("chat", "a conversation: one message per line, the history kept across turns (/help inside)"),
-    "demo": ("course.demo", "step through the article's §3 demo (or any recorded .sse) in the terminal"),
-    "exercise": ("course.exercises", "course exercises: list, start, check, hint"),
+    "demo": ("course.demo", "step through the article's §3 demo (or any recorded .sse): terminal or --web"),
+    "exercise": ("course.exercises", "course exercises: list, start, check, hint, reset, diff, report"),
     "serve": ("second_article.relay", "serve the agent to a browser page over SSE (second article)"),
     "serve-model": ("scripted.server", "run the built-in scripted model alone and print its base URL"),
 }

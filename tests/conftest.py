@@ -1,8 +1,8 @@
 """Which implementation the tests check: the reference, or a student's copy.
 
 Every test reaches the code through the ``ink`` fixture, so the same suite checks the
-reference (``ink_py``) or a student's copy (``pytest --impl my_ink``, see the course
-exercises). ``ink.shared`` is ``<package>.provider.shared`` and so on.
+reference (``ink_py``) or a student's copy (``pytest --impl my_ink``: the option comes from
+``ink_py/course/impl_option.py``, see the course exercises). ``ink.shared`` is ``<package>.provider.shared`` and so on.
 """
 
 from __future__ import annotations
@@ -41,15 +41,6 @@ class Implementation:
         module = importlib.import_module(f"{self.package}.{MODULES[short]}")
         setattr(self, short, module)  # cache
         return module
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--impl",
-        default=None,
-        metavar="DIR",
-        help="test a copy of ink_py (a package folder such as my_ink) instead of the reference",
-    )
 
 
 def load_implementation(impl: str | None) -> Implementation:

@@ -92,3 +92,59 @@ class ScriptedProvider:
         body = self.bodies.pop(0)
         reads = body(request) if callable(body) else [body] if isinstance(body, bytes) else body
         yield from self.ink.openai_completions.assemble_stream(reads, request.get("signal"))
+
+
+# ── linear time, checked as a ratio against the reference in the same run ─────────────
+
+RATIO_LIMIT = 8.0  # the student's time on the large input may be this many times the reference's …
+GROWTH_LIMIT = 3.0  # … or grow this many times more than the input from small to large (linear: ×1)
+
+
+def best_time(run: Callable[[Any], object], data: Any, repeats: int) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run(data)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def growth_verdict(
+    student: Callable[[Any], object],
+    reference: Callable[[Any], object],
+    small: Any,
+    large: Any,
+    factor: int,
+    sizes: str,
+) -> str | None:
+    """None if ``student`` takes linear time like ``reference``, from ``small`` to ``large`` (``factor`` × larger).
+
+    Quadratic code fails both measures by far (its time grows ×60 where the input grows ×8;
+    ×100 or more the reference's time at the large size), so a linear solution that is a few
+    times slower, or one timing disturbed by a busy machine, never fails: a verdict needs
+    both measures over their limit, confirmed by the best of three interleaved runs. The
+    growth is measured against the input's, not the reference's: a busy machine (another
+    process filling the memory bus) can stretch the reference's large run ×5 but not the
+    size of the input.
+    """
+    ref_small = ref_large = mine_small = mine_large = float("inf")
+    for attempt in range(3):  # interleaved, so that a busy machine slows both alike
+        ref_small = min(ref_small, best_time(reference, small, 3))
+        mine_small = min(mine_small, best_time(student, small, 1))
+        ref_large = min(ref_large, best_time(reference, large, 3))
+        mine_large = min(mine_large, best_time(student, large, 1))
+        ratio = mine_large / max(ref_large, 1e-6)
+        growth = mine_large / max(mine_small, 1e-6) / factor
+        if ratio <= RATIO_LIMIT or growth <= GROWTH_LIMIT:
+            return None
+        if attempt == 0 and ratio > 4 * RATIO_LIMIT:
+            break  # far beyond both limits: no need to confirm
+    return (
+        f"expected: linear time, like the reference: from {sizes} (×{factor}) the reference's time grew "
+        f"×{ref_large / ref_small:.0f} ({ref_small * 1000:.1f} ms → {ref_large * 1000:.1f} ms)\n"
+        f"got: your code's grew ×{mine_large / mine_small:.0f} ({mine_small * 1000:.1f} ms → "
+        f"{mine_large * 1000:.0f} ms, ×{ratio:.0f} the reference's time) — it redoes work on everything "
+        "received so far each time a piece arrives: quadratic time"
+    )

@@ -5,10 +5,15 @@ ex6 abort, ex7 unparseable arguments).
 """
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
-from .helpers import fixture_bytes, run_assembly
+from ink_py.provider import openai_completions, shared
+
+from .helpers import fixture_bytes, growth_verdict, run_assembly
+
+REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=shared)  # whatever ``ink`` is
 
 NO_USAGE = {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0}
 
@@ -62,6 +67,26 @@ def test_text_is_one_block_even_when_tool_calls_arrive_between(ink):
     blocks = events[-1]["message"]["blocks"]
     assert blocks[0] == {"type": "text", "text": "ab"}
     assert blocks[1]["type"] == "toolCall"
+
+
+@pytest.mark.ex3
+def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink):
+    """Each piece is kept once and the text joined once at ④: rebuilding the whole text for every
+    piece (`text_block["text"] += content`, or a join per piece) takes quadratic time."""
+
+    def reads(size: int, piece: int = 1024) -> list[bytes]:
+        return [chunk({"content": "x" * piece})] * (size // piece) + [chunk(finish="stop")]
+
+    verdict = growth_verdict(
+        lambda body: run_assembly(ink, body),
+        lambda body: run_assembly(REFERENCE, body),
+        reads(512 << 10),
+        reads(4 << 20),
+        8,
+        "512 KiB to 4 MiB of text in 1 KiB pieces",
+    )
+    if verdict:
+        pytest.fail(verdict, pytrace=False)
 
 
 # ── ex4: tool-call fragments by index (§2.2) ───────────────────────────────────────────

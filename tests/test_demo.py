@@ -11,6 +11,7 @@ import io
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -456,3 +457,127 @@ class Dap:
     def close(self):
         self.reader.close()
         self.sock.close()
+
+
+# ── one step, one screen (issue 13) ─────────────────────────────────────────────────
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+PANELS = ("本次收到", "接入层暂存", "交给 Agent 循环", "执行的代码")
+
+
+def every_step():
+    for api, dialect in demo.DIALECTS.items():
+        for name, scenario in SCENARIOS.items():
+            fixture = scenario["fixture"].replace("article/", dialect["folder"] + "/")
+            frames = demo.split_frames(fixture_path(fixture).read_bytes())
+            steps = demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
+            for number in range(1, len(steps) + 1):
+                yield f"{api} {name}", number, steps
+
+
+@pytest.mark.parametrize("columns, rows", [(80, 24), (140, 45)])
+def test_every_step_of_every_scenario_fits_the_terminal_panels_first(columns, rows):
+    for name, number, steps in every_step():
+        step = steps[number - 1]
+        full = demo.render_step(step, number, len(steps), demo.Style(False, columns)).split("\n")
+        shown = demo.render_step(
+            step, number, len(steps), demo.Style(True, columns), height=rows - 2, previous=steps[number - 2]
+        )
+        lines = [ANSI.sub("", line) for line in shown.split("\n")]
+        where = f"{name} step {number} at {columns}×{rows}"
+        assert len(lines) <= rows - 2, where  # the label above, the prompt below
+        assert max(demo.display_width(line) for line in lines) <= columns, where
+        assert all(any(line.startswith(panel) for line in lines) for panel in PANELS), where
+        assert lines[0] == full[0]  # the step's title, whole
+        heading = lines.index(next(line for line in lines if line.startswith("交给 Agent 循环")))
+        first = full[full.index(lines[heading]) + 1]  # what reached the loop: its first line, at most cut short
+        assert first.startswith(lines[heading + 1].removesuffix("…")), where
+        ran = [line for line in lines if line.startswith("▶")]
+        assert ran or not any(line.startswith("▶") for line in full), where
+        assert all(line in full or line.endswith("…") for line in ran), where  # real lines, at most cut short
+        if len(full) <= rows - 2:
+            assert len(lines) == len(full), f"{where}: cut although it fits"
+
+
+def test_on_a_terminal_each_step_is_one_cleared_screen_and_a_pipe_gets_them_whole():
+    ours, theirs = pty.openpty()
+    argv, env = command("readme")
+    env.update(COLUMNS="80", LINES="24")
+    process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=theirs, stderr=theirs)
+    os.close(theirs)
+    seen = b""
+    try:
+        for _ in range(5):
+            seen += read_pty_until(ours, b"[Enter")
+            os.write(ours, b"\n")
+        seen += read_pty_until(ours, "步骤 6 / 6".encode())
+        assert process.wait(timeout=60) == 0
+        seen += read_pty_until(ours, b"\x00", limit=1.0)  # whatever is left
+    finally:
+        process.kill()
+        os.close(ours)
+    screens = seen.decode("utf-8", "replace").split(demo.CLEAR)[1:]
+    assert len(screens) == 6
+    for number, screen in enumerate(screens, 1):
+        text = ANSI.sub("", screen.replace("\r\n", "\n")).split("[Enter")[0].rstrip("\n")
+        assert f"步骤 {number} / 6" in text and len(text.split("\n")) <= 23  # and the prompt's row
+        assert max(demo.display_width(line) for line in text.split("\n")) <= 80
+
+    done = subprocess.run(command("readme")[0], env=env, capture_output=True, text=True, timeout=60)
+    assert demo.CLEAR not in done.stdout and done.stdout.count("━━ 步骤") == 6  # a pipe: every step, whole
+    assert "还有" not in done.stdout
+
+
+def read_pty_until(fd, marker, limit=30.0):
+    seen, deadline = b"", time.monotonic() + limit
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            seen += data
+    return seen
+
+
+def test_a_recording_cannot_move_the_terminals_cursor_or_colour_it(tmp_path):
+    from .helpers import text_reply
+
+    recording = tmp_path / "001-response.sse"
+    recording.write_bytes(text_reply("红\x1b[2J\x1b[31m\r走开\x07"))
+    done = subprocess.run(command("--file", str(recording), "--no-pause")[0], capture_output=True, text=True)
+    assert done.returncode == 0 and "红" in done.stdout
+    assert not any(char in done.stdout for char in "\x1b\r\x07")
+    assert "\\x1b[2J" in done.stdout
+
+
+def test_the_page_of_each_dialect_shows_that_dialects_code():
+    for api, dialect in demo.DIALECTS.items():
+        args = demo.build_parser().parse_args(["--web", "--api", api, "abort"])
+        pages, code = demo.web_recordings(args), demo.code_view(api)
+        assert next(iter(pages)) == "abort"  # the scenario named opens first
+        module = dialect["module"]
+        assert code["assemble_stream"]["first"] == inspect.getsourcelines(module.assemble_stream)[1]
+        ran = {name for step in pages["readme"]["steps"] for name in step["lines"]}
+        assert "assemble_stream" in ran and ran <= set(code)
+
+
+def test_demo_web_prints_its_url_first_serves_the_page_and_stops_on_ctrl_c():
+    import urllib.request
+
+    argv, env = command("--web", "--port", "0")
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
+        with urllib.request.urlopen(url + "scenarios.json", timeout=30) as response:
+            names = [choice["name"] for choice in json.loads(response.read())["scenarios"]]
+        assert names == list(SCENARIOS)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in stderr and "Ctrl-C stops" in stderr

@@ -7,6 +7,7 @@ one fresh interpreter (see ``run_sessions``) with exactly the arguments ``check`
 """
 
 import ast
+import io
 import json
 import re
 import subprocess
@@ -353,7 +354,10 @@ def test_usage_mistakes_are_one_error_line(tmp_path, monkeypatch, capsys, argv, 
     assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["start", "--help"], ["check", "1", "-h"], ["list", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["start", "--help"], ["check", "1", "-h"], ["list", "--help"], ["hint", "--help"], ["reset", "-h"]],
+)
 def test_help_works_after_every_command(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert (code, err) == (0, "") and out.startswith("usage: ink-py exercise") and "hint  NAME [DIR]" in out
@@ -449,3 +453,158 @@ def test_check_is_green_once_the_region_is_right_and_suggests_the_next(tmp_path,
     listing = run(capsys, "list")[1]
     assert re.search(r"3  text-delta .* passed \(last check green\)", listing)
     assert "next: exercise 1 · parse-frame — ink-py exercise start 1" in listing
+
+
+# ── the documented command: pytest --impl my_ink -m ex1 (issue 13) ─────────────────────
+
+
+def documented_run(cwd: Path, impl: str, *, script: bool, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``pytest --impl IMPL -m ex1`` (or ``python -m pytest …``), exactly as README and ``ink-py exercise`` print it."""
+    import os
+
+    pytest_command = [str(Path(sys.executable).parent / "pytest")] if script else [sys.executable, "-m", "pytest"]
+    command = [*pytest_command, "--impl", impl, "-m", "ex1", "-q", "-p", "no:cacheprovider"]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def test_pytest_impl_works_as_written_from_the_students_folder(tmp_path):
+    ex.start(1, tmp_path / "my_ink")
+    stubbed = documented_run(tmp_path, "my_ink", script=True)
+    assert stubbed.returncode == 1, stubbed.stdout + stubbed.stderr
+    assert "unrecognized arguments" not in stubbed.stderr
+    assert "NotImplementedError: exercise 1 not written yet" in stubbed.stdout
+    put_back(tmp_path / "my_ink", 1)
+    solved = documented_run(tmp_path, "my_ink", script=False)
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    assert re.search(r"\b\d+ passed", solved.stdout) and "failed" not in solved.stdout
+
+
+def test_pytest_impl_works_as_written_from_the_checkout_even_without_plugin_autoload():
+    import shutil
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix=".impl-test-", dir=ROOT))  # a copy inside the checkout: a relative path
+    try:
+        ex.start(1, scratch / "my_ink")
+        relative = f"{scratch.name}/my_ink"
+        for env in ({}, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):  # the entry point, or the top-level conftest.py
+            done = documented_run(ROOT, relative, script=False, env=env)
+            assert done.returncode == 1 and "exercise 1 not written yet" in done.stdout, (env, done.stderr)
+        put_back(scratch / "my_ink", 1)
+        done = documented_run(ROOT, relative, script=True)
+        assert done.returncode == 0 and "failed" not in done.stdout, done.stdout + done.stderr
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_each_stub_lists_the_words_its_tests_compare(tmp_path):
+    for number in AVAILABLE:
+        for message in ex.EXERCISES[number]["messages"]:
+            copy = tmp_path / f"words_ex{number}"
+            if not copy.exists():
+                ex.start(number, copy)
+            stubs = "".join(
+                "\n".join(ex.body_of(text, region))
+                for relative, _ in REGIONS[number]
+                for text in [(copy / relative).read_text(encoding="utf-8")]
+                for region in ex.find_regions(text)
+                if region["number"] == number
+            )
+            assert f"# TODO:     {message}\n" in stubs + "\n", (number, message)
+    for number in (5, 7, 8):  # the exact error texts of §4: each appears where the test looks for it
+        assert ex.EXERCISES[number]["messages"]
+    assert (
+        "output token limit" in ex.EXERCISES[8]["messages"][0]
+        and "Send the call again" in ex.EXERCISES[8]["messages"][0]
+    )
+    assert "stream ended without finish_reason — response may be truncated" in ex.EXERCISES[5]["messages"][0]
+
+
+# ── the tools of a course: check --all, report, diff, reset (issue 13) ─────────────────
+
+
+class Terminal:
+    """A stdin that is a terminal and answers ``answer``."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self.answer
+
+
+def test_check_all_report_diff_and_reset_on_one_copy(tmp_path, monkeypatch, capsys):
+    import xml.etree.ElementTree as ElementTree
+
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "1")
+    run(capsys, "start", "3")
+    copy = tmp_path / "my_ink"
+    put_back(copy, 1, ('event = value or "message"', 'event = "message"'))  # wrong: ignores `event:`
+    put_back(copy, 3, ("text_parts.append(content)", "text_parts.append(content)  # mine"))  # right, in my words
+    shared_before = (copy / "provider" / "shared.py").read_text(encoding="utf-8")
+
+    code, out, _ = run(capsys, "check", "--all")
+    assert code == 1  # exercise 1 is wrong
+    rows = {line.split()[1]: line.split() for line in out.splitlines() if re.match(r"\d ", line)}
+    assert rows["parse-frame"][2] == "red" and re.fullmatch(r"\d+/\d+", rows["parse-frame"][3])
+    assert rows["text-delta"][2] == "green" and re.fullmatch(r"(\d+)/\1", rows["text-delta"][3])
+    assert rows["tool-calls"][2:4] == ["not", "started"]
+    state = ex.load_state(copy)
+    assert state["attempts"] == {"1": 1, "3": 1} and set(state["first_green"]) == {"3"}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", state["first_green"]["3"])
+
+    run(capsys, "hint", "1")
+    code, out, _ = run(capsys, "report", "--json", "r.json", "--junit", "r.xml")
+    assert code == 0 and "1 of 9 exercises green" in out
+    report = {row["number"]: row for row in json.loads((tmp_path / "r.json").read_text())["exercises"]}
+    assert report[3]["state"] == "green" and report[3]["first_green"] == state["first_green"]["3"]
+    assert report[1]["state"] == "red" and report[1]["hints_used"] == 1 and "not yet" in report[1]["summary"]
+    assert report[1]["attempts"] == 1 and report[2]["state"] == "not started"
+    suite = ElementTree.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("9", "1", "7")
+    cases = {case.get("name"): case for case in suite}
+    assert cases["exercise 1 · parse-frame"].find("failure") is not None
+    assert len(cases["exercise 3 · text-delta"]) == 0
+    assert ex.load_state(copy)["attempts"] == {"1": 1, "3": 1}  # the report's own checks are not attempts
+
+    code, _, err = run(capsys, "diff", "1")
+    assert code == 1 and "not green yet" in err
+    code, out, _ = run(capsys, "diff", "3")
+    assert code == 0 and "yours (left) · the reference (right)" in out
+    [changed] = [line for line in out.splitlines() if " | " in line]
+    assert "# mine" in changed.split(" | ")[0] and "# mine" not in changed.split(" | ")[1]
+
+    monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
+    code, out, _ = run(capsys, "reset", "3")
+    assert code == 0 and "[y/N]" in out and "nothing changed" in out
+    assert "# mine" in (copy / "provider" / "openai_completions.py").read_text(encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal: only --yes resets
+    code, _, err = run(capsys, "reset", "3")
+    assert code == 1 and "add --yes" in err
+    code, out, _ = run(capsys, "reset", "text-delta", "--yes")
+    assert code == 0 and "back to its stub" in out
+    text = (copy / "provider" / "openai_completions.py").read_text(encoding="utf-8")
+    assert [r["number"] for r in ex.find_regions(text) if ex.is_stub(text, r)] == [3]
+    assert (copy / "provider" / "shared.py").read_text(encoding="utf-8") == shared_before  # exercise 1 untouched
+    [backup] = (copy / ".reset").iterdir()
+    assert "# mine" in backup.read_text(encoding="utf-8")
+    assert "3" not in ex.load_state(copy)["checks"] and ex.load_state(copy)["started"] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["check", "1", "--yes"], "--yes goes with reset, not check"),
+        (["reset"], "which exercise?"),
+        (["report", "--json"], "--json needs a file"),
+        (["diff", "2"], "no working copy"),
+    ],
+)
+def test_the_new_commands_report_usage_mistakes_in_one_line(tmp_path, monkeypatch, capsys, argv, words):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1

@@ -2,7 +2,9 @@
 
 import pytest
 
-from .helpers import fixture_bytes, split_at
+from ink_py.provider import shared as reference
+
+from .helpers import fixture_bytes, growth_verdict, split_at
 
 pytestmark = pytest.mark.ex2
 
@@ -110,3 +112,24 @@ def test_one_byte_reads_of_a_fixture_equal_one_read(ink):
     whole = list(ink.shared.parse_sse([body]))
     assert list(ink.shared.parse_sse(split_at(body, list(range(len(body)))))) == whole
     assert len(whole) == 4
+
+
+def one_event_in_small_reads(size: int, read: int = 64) -> list[bytes]:
+    """One event of ``size`` bytes of text, delivered ``read`` bytes at a time."""
+    data = b'data: {"x": "' + b"a" * size + b'"}\n\n'
+    return [data[i : i + read] for i in range(0, len(data), read)]
+
+
+def test_a_long_event_in_small_reads_takes_linear_time_like_the_reference(ink):
+    """The buffer is searched only where new text arrived: re-scanning it from the start on every
+    read (the article's shape, in Python) takes quadratic time — ×100 the reference at 512 KiB."""
+    verdict = growth_verdict(
+        lambda reads: list(ink.shared.parse_sse(iter(reads))),
+        lambda reads: list(reference.parse_sse(iter(reads))),
+        one_event_in_small_reads(64 << 10),
+        one_event_in_small_reads(512 << 10),
+        8,
+        "64 KiB to 512 KiB in 64-byte reads",
+    )
+    if verdict:
+        pytest.fail(verdict, pytrace=False)

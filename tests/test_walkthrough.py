@@ -2,7 +2,9 @@
 identifier of the article's code has a row in its table."""
 
 import ast
+import bdb
 import re
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -130,3 +132,43 @@ def test_it_links_every_module_docstring_it_lists():
     modules = {str(p.relative_to(ROOT)) for p in Path(ROOT / "ink_py").rglob("*.py") if p.name != "__init__.py"}
     assert set(links) <= modules
     assert {"ink_py/provider/shared.py", "ink_py/provider/openai_completions.py", "ink_py/core/loop.py"} <= set(links)
+
+
+class CountBreaks(bdb.Bdb):
+    """pdb's engine: counts the stops at each breakpoint, never stops for real."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hits: dict[int, int] = {}
+
+    def user_line(self, frame) -> None:
+        if self.break_here(frame):
+            self.hits[frame.f_lineno] = self.hits.get(frame.f_lineno, 0) + 1
+        self.set_continue()
+
+
+def test_the_recipe_says_truly_which_breakpoints_fire_in_the_readme_task(monkeypatch, capsys):
+    from ink_py import cli
+    from ink_py.provider import shared
+
+    monkeypatch.chdir(ROOT)  # the README task reads this README
+    monkeypatch.setenv("INK_SCRIPTED_DELAY", "0")
+    breakpoints = [(path, int(number)) for path, number in re.findall(r"\(Pdb\) b ([\w/.]+):(\d+)", WALKTHROUGH)]
+    debugger = CountBreaks()
+    for path, number in breakpoints:
+        debugger.set_break(str(ROOT / path), number)
+    previous = sys.gettrace()
+    try:
+        assert debugger.runcall(cli.main, []) == 0
+        in_readme_task = dict(debugger.hits)
+        debugger.hits.clear()
+        debugger.runcall(lambda: list(shared.parse_sse([b'data: {"a": 1}\n\n'])))  # as in tests/test_parse_sse.py
+    finally:
+        sys.settrace(previous)
+    capsys.readouterr()
+    cut_in_one_read, straddling = breakpoints[1][1], breakpoints[0][1]
+    assert in_readme_task.get(cut_in_one_read) is None  # never in the README task …
+    assert debugger.hits.get(cut_in_one_read) == 1  # … but in the §2.1 test
+    assert all(in_readme_task.get(number) for _, number in breakpoints if number != cut_in_one_read)
+    assert in_readme_task[straddling] > 1
+    assert "这一处在 README 任务里不会停" in WALKTHROUGH and "python -m pdb -m pytest -s" in WALKTHROUGH

@@ -169,14 +169,14 @@ def fail_tool_calls_from_truncated_message(
     Even arguments that parse may be cut short, so no call runs; each gets an error
     result asking the model to send it again, complete.
     """
-    for call in tool_calls:
-        result = error_result(
+    for call in tool_calls:  # none of them runs, not even one whose arguments parse
+        result = error_result(  # an isError result in `results`, for the model to read
             call,
             f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
             f"{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.",
         )
         results.append(result)
-        if on_event is not None:
+        if on_event is not None:  # the display sees each call start and end, as if it had run
             on_event(tool_start_event(call))
             on_event({"type": "tool_end", "result": result})
 

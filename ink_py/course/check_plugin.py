@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .exercises import REPORT_ENV, SOURCE_ROOT, STUB_MESSAGE
+from .exercises import REPORT_ENV, SOURCE_ROOT, STUB_MESSAGE, MarkerError, find_regions
 
 _report: dict[str, Any] = {}
 _compare: dict[str, str] | None = None  # the last failing comparison of the running test
@@ -95,8 +95,11 @@ def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
         where = Path(str(entry.path)).resolve()
         if where == path and entry.name == getattr(function, "__name__", None):
             failure["test_line"] = str(entry.statement).strip().split("\n")[0]
+            failure["raises"] = expected_raise(path, entry.lineno + 1)
         if copy is not None and where.is_relative_to(copy):
-            failure["in_copy"] = f"{copy.name}/{where.relative_to(copy).as_posix()}:{entry.lineno + 1} in {entry.name}"
+            relative = where.relative_to(copy).as_posix()
+            failure["in_copy"] = f"{copy.name}/{relative}:{entry.lineno + 1} in {entry.name}"
+            failure["region"] = region_at(where, entry.lineno + 1)
     if isinstance(error, SyntaxError) and error.filename:  # the copy does not even import
         broken = Path(error.filename).resolve()
         shown_as = (
@@ -107,6 +110,8 @@ def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
     stub = STUB_MESSAGE.match(message) if isinstance(error, NotImplementedError) else None
     if stub:
         failure.update(kind="stub", exercise=int(stub[1]), message=message)
+    elif EXPLAINED.search(message) and isinstance(error, AssertionError | failed_exception()):
+        failure.update(kind="explained", message=message)
     elif isinstance(error, AssertionError):
         failure.update(kind="assert", message="\n".join(message.split("\n")[:8]))
     elif message.startswith("DID NOT RAISE"):
@@ -114,6 +119,49 @@ def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
     else:
         failure.update(kind="error", message=f"{type(error).__name__}: {message.split(chr(10))[0][:300]}")
     return failure
+
+
+EXPLAINED = re.compile(r"^expected: .*\n(?:.*\n)*?got: ", re.MULTILINE)  # a test's own "expected:/got:" words
+
+
+def failed_exception() -> type:
+    """The exception ``pytest.fail`` raises."""
+    import pytest
+
+    return pytest.fail.Exception
+
+
+def region_at(path: Path, line: int) -> int | None:
+    """The exercise whose region (markers, or a whole function) holds ``line`` of ``path`` now."""
+    try:
+        regions = find_regions(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, MarkerError):
+        return None
+    inside = [r["number"] for r in regions if r["start"] + 2 <= line <= r["end"]]
+    return inside[-1] if inside else None
+
+
+def expected_raise(test_file: Path, line: int) -> str | None:
+    """``OSError`` when ``line`` of the test lies in ``with pytest.raises(OSError…)``: what must propagate."""
+    import ast
+
+    try:
+        tree = ast.parse(test_file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.With) or not node.lineno <= line <= (node.end_lineno or 0):
+            continue
+        for item in node.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("raises") and call.args:
+                name = ast.unparse(call.args[0]).rpartition(".")[2]
+                match = next((k.value for k in call.keywords if k.arg == "match"), None)
+                if isinstance(match, ast.Constant):
+                    name += f" (its message matching {match.value!r})"
+                found = name  # the innermost such block wins: ast.walk goes outside in
+    return found
 
 
 def show_value(value: Any, max_lines: int = 14) -> str:

@@ -65,7 +65,7 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any, TypedDict
 
-from ..arguments import CliParser
+from ..arguments import CliParser, port_number
 from ..core.abort import AbortController
 from ..provider import anthropic_messages, openai_completions, openai_responses, shared
 from ..provider.shared import DONE
@@ -416,18 +416,114 @@ class Style:
         return self._wrap("1;7", text)  # reverse video: the article's highlight band
 
 
-def render_step(step: Step, number: int, total: int, style: Style, context: int = 0) -> str:
-    """Everything step ``number`` shows, as lines of text."""
-    out = [style.bold(f"━━ 步骤 {number} / {total}  {step['title']}")]
-    out += ["", style.bold("本次收到"), *indent(received_text(step))]
-    out += ["", style.bold("接入层暂存") + style.dim("(assemble_stream 的局部变量)"), *indent(state_text(step))]
+def render_step(
+    step: Step,
+    number: int,
+    total: int,
+    style: Style,
+    context: int = 0,
+    height: int | None = None,
+    previous: Step | None = None,
+) -> str:
+    """Everything step ``number`` shows, as lines of text; with ``height``, cut to fit that many rows
+    (then the code that ran in this step and not in ``previous`` comes first)."""
+    title = style.bold(f"━━ 步骤 {number} / {total}  {step['title']}")
+    blocks = panel_blocks(step, style)
+    traced = DIALECTS[step["api"]]["traced"]
+    code = code_text(step["lines"], style, context, traced)
+    heading = style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")
+    if height is None:
+        panels = [line for name, lines in blocks for line in ("", name, *lines)]
+        return "\n".join([title, *panels, "", heading, *code])
+    before = previous["lines"] if previous is not None else {}
+    return "\n".join(fit_screen(title, blocks, heading, code, height, style, step["lines"], before, traced))
+
+
+def panel_blocks(step: Step, style: Style) -> list[tuple[str, list[str]]]:
+    """The article's panels, (heading, lines): what arrived, what the access layer holds, what went on."""
+    blocks = [
+        (style.bold("本次收到"), indent(received_text(step))),
+        (style.bold("接入层暂存") + style.dim("(assemble_stream 的局部变量)"), indent(state_text(step))),
+    ]
     shown = [e for e in step["emitted"] if e["type"] != "message_end"]
     if shown:
-        out += ["", style.bold("交给显示层"), *indent([event_line(e) for e in shown])]
-    out += ["", style.bold("交给 Agent 循环"), *indent(loop_text(step))]
-    out += ["", style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")]
-    out += code_text(step["lines"], style, context, DIALECTS[step["api"]]["traced"])
-    return "\n".join(out)
+        blocks.append((style.bold("交给显示层"), indent([event_line(e) for e in shown])))
+    blocks.append((style.bold("交给 Agent 循环"), indent(loop_text(step))))
+    return blocks
+
+
+def fit_screen(
+    title: str,
+    blocks: list[tuple[str, list[str]]],
+    heading: str,
+    code: list[str],
+    height: int,
+    style: Style,
+    ran: dict[str, list[int]],
+    before: dict[str, list[int]],
+    traced: list[Callable[..., Any]] = TRACED,
+) -> list[str]:
+    """One screen of ``height`` rows: the panels first, each with its heading and first lines; the
+    code gets the rows left (at least a few), the lines that ran before their comments and context.
+
+    Every line is cut to the terminal's width: a wrapped line would take two rows.
+    """
+    code_rows = min(len(code), max(3, height // 4))  # the code window's least share
+    room = height - 1 - 1 - code_rows  # the title, the code's heading
+    needs = [1 + len(lines) for _, lines in blocks]  # heading + lines
+    spaced = sum(needs) + len(blocks) + 1 <= room  # blank lines between panels, if they fit
+    room -= len(blocks) + 1 if spaced else 0
+    # Each panel gets its heading and one line; what is left goes to the panels in order of need:
+    # what reached the loop, then the access layer's state, then what arrived, then the display.
+    given = [min(need, 3) for need in needs]
+    order = sorted(range(len(blocks)), key=lambda i: (i != len(blocks) - 1, i != 1, i))
+    while sum(given) < room and any(given[i] < needs[i] for i in order):
+        for i in order:  # one row at a time, round the panels: a long one never starves the rest
+            if given[i] < needs[i] and sum(given) < room:
+                given[i] += 1
+    out = [cut(title, style.width)]
+    for (name, lines), rows in zip(blocks, given, strict=True):
+        shown = lines[: rows - 1]
+        if len(shown) < len(lines):
+            shown = [*shown[:-1], style.dim(f"  …(还有 {len(lines) - len(shown) + 1} 行)")]
+        out += ([""] if spaced else []) + [cut(name, style.width), *[cut(line, style.width) for line in shown]]
+    out += [""] if spaced else []
+    budget = max(1, height - len(out) - 1)
+    if len(code) > budget:
+        code = compact_code(ran, before, style, budget, traced)
+    return [*out, cut(heading, style.width), *code]
+
+
+def compact_code(
+    ran: dict[str, list[int]],
+    before: dict[str, list[int]],
+    style: Style,
+    budget: int,
+    traced: list[Callable[..., Any]] = TRACED,
+) -> list[str]:
+    """At most ``budget`` rows of the code that ran: first the lines the previous step did not run
+    (the loop's head runs every step; what this event caused is the news), then the others."""
+    functions = {f.__name__: f for f in traced}
+    fresh = [(name, n) for name, numbers in ran.items() for n in numbers if n not in set(before.get(name, []))]
+    rest = [(name, n) for name, numbers in ran.items() for n in numbers if n in set(before.get(name, []))]
+    chosen: set[tuple[str, int]] = set()
+    for item in fresh + rest:
+        rows = len(chosen) + 1 + len({name for name, _ in chosen | {item}}) + 1  # + labels + the "more" line
+        if rows > budget:
+            break
+        chosen.add(item)
+    out: list[str] = []
+    for name, numbers in ran.items():
+        mine = {n for n in numbers if (name, n) in chosen}
+        if not mine:
+            continue
+        source, first = inspect.getsourcelines(functions[name])
+        out.append(style.dim(f"  {source_label(functions[name])} · {name}()"))
+        out += [numbered(source, first, n, mine, style) for n in sorted(mine)]
+    hidden = sum(len(numbers) for numbers in ran.values()) - len(chosen)
+    if hidden:
+        out.append(style.dim(f"  …(另有 {hidden} 行也执行了;终端再高一些就能看到)"))
+    return out
 
 
 def indent(lines: list[str], by: str = "  ") -> list[str]:
@@ -508,7 +604,7 @@ def loop_text(step: Step) -> list[str]:
     if step["outcome"] == "aborted":
         return ["不产出 message_end(已中断):abort_safe 把读取失败当作取消,回复不交给循环,循环随之停止。"]
     if step["outcome"] == "error":
-        return [f"{step['error']}", "不产出 message_end;错误向上交给调用方,这条回复不写入 history。"]
+        return [visible(f"{step['error']}"), "不产出 message_end;错误向上交给调用方,这条回复不写入 history。"]
     if step["outcome"] == "ended":
         return ["流结束了,却没有产出 message_end。"]
     message = next(e["message"] for e in step["emitted"] if e["type"] == "message_end")
@@ -525,7 +621,20 @@ def loop_text(step: Step) -> list[str]:
 
 def event_line(event: dict[str, Any]) -> str:
     details = {k: v for k, v in event.items() if k != "type"}
-    return f"{event['type']:<16} " + "  ".join(f"{k}={v}" for k, v in details.items())
+    return f"{event['type']:<16} " + "  ".join(f"{k}={visible(str(v))}" for k, v in details.items())
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters (ESC, CR, newlines …) written as escapes: a recording's bytes
+    are untrusted, and must not move a terminal's cursor or colour it.
+
+    >>> print(visible("红" + chr(27) + "[31m" + chr(10)))
+    红\\x1b[31m\\n
+    """
+    return "".join(
+        char if not unicodedata.category(char).startswith("C") or char == "\u200d" else repr(char)[1:-1]
+        for char in text
+    )
 
 
 def fragments(parts: list[str], keep: int = 4) -> str:
@@ -540,7 +649,7 @@ def fragments(parts: list[str], keep: int = 4) -> str:
 
 
 def clip(text: str, limit: int = 240) -> str:
-    return text if len(text) <= limit else "…" + text[-limit:]
+    return visible(text if len(text) <= limit else "…" + text[-limit:])
 
 
 def pretty_json(value: Any, width: int = 76) -> str:
@@ -641,6 +750,53 @@ def cut(line: str, width: int | None) -> str:
     return line + "…"
 
 
+# ── the page: the same steps as JSON for ``--web`` (served by demo_web.py) ────────────
+
+
+def step_view(step: Step) -> dict[str, Any]:
+    """What the page shows for one step: the panels as lines of text, the lines that ran."""
+    return {
+        "title": step["title"],
+        "received": received_text(step),
+        "state": state_text(step),
+        "display": [event_line(e) for e in step["emitted"] if e["type"] != "message_end"],
+        "loop": loop_text(step),
+        "outcome": step["outcome"],
+        "lines": step["lines"],
+    }
+
+
+def code_view(api: str = "openai-completions") -> dict[str, Any]:
+    """Each function traced for ``api``: its real source, file, first line number (markers blanked)."""
+    code = {}
+    for function in DIALECTS[api]["traced"]:
+        source, first = inspect.getsourcelines(function)
+        lines = [line.rstrip("\n") for line in source]
+        code[function.__name__] = {
+            "file": source_label(function),
+            "first": first,
+            "lines": lines,
+            "hidden": [first + i for i, line in enumerate(lines) if is_marker(line)],  # course scaffolding
+        }
+    return code
+
+
+def web_pages(
+    recordings: list[tuple[str, str, bytes, int | None]], api: str = "openai-completions"
+) -> dict[str, dict[str, Any]]:
+    """name → {label, steps} for each (name, label, body, abort_after): what ``--web`` serves.
+
+    >>> page = web_pages([("readme", "读取 README", fixture_path("article/readme.sse").read_bytes(), None)])
+    >>> [step["title"] for step in page["readme"]["steps"]][:2]
+    ['等待第一条事件', '保存文本,先交给显示层']
+    """
+    pages = {}
+    for name, label, body, abort_after in recordings:
+        steps = record_steps(split_frames(body), abort_after, api)
+        pages[name] = {"label": label, "steps": [step_view(step) for step in steps]}
+    return pages
+
+
 # ── the command ──────────────────────────────────────────────────────────────────────
 
 
@@ -652,7 +808,14 @@ def build_parser() -> CliParser:
     )
     parser.add_argument("scenario", nargs="?", help="a scenario from --list (default: readme)")
     parser.add_argument("--list", action="store_true", help="print the scenario names, one per line, and exit")
-    parser.add_argument("--file", metavar="PATH", help="step through a recorded body, e.g. DIR/001-response.sse")
+    parser.add_argument(
+        "--file",
+        metavar="PATH",
+        action="append",
+        help="step through a recorded body, e.g. DIR/001-response.sse (with --web: as often as you like)",
+    )
+    parser.add_argument("--web", action="store_true", help="serve the step-through as a page on 127.0.0.1")
+    parser.add_argument("--port", type=port_number, default=8770, help="--web: the port (default 8770; 0: any)")
     parser.add_argument(
         "--api",
         default=os.environ.get("INK_API", "openai-completions"),
@@ -684,18 +847,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(list_scenarios()))
         return EXIT_COMPLETED
+    if args.web:
+        return web(args)
     if args.file and args.scenario:
         return fail("give a scenario or --file, not both")
+    if args.file and len(args.file) > 1:
+        return fail("one --file at a time in the terminal (the page of --web takes several)")
     if args.context < 0:
         return fail("--context must be 0 or more")
     if args.api not in DIALECTS:
         return fail(f"--api {args.api}: choose one of {', '.join(DIALECTS)} (or fix INK_API)")
     if args.file:
         try:
-            data = Path(args.file).read_bytes()
+            data = read_recording(args.file[0])
         except OSError as err:
-            return fail(f"--file {args.file}: {err.strerror or err}")
-        label, abort_after = args.file, None
+            return fail(f"--file {args.file[0]}: {err.strerror or err}")
+        label, abort_after = args.file[0], None
     else:
         name = args.scenario or "readme"
         if name not in SCENARIOS:
@@ -717,22 +884,87 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_COMPLETED
 
 
+MAX_RECORDING = 8 << 20  # bytes: a recorded body is untrusted, and every step of it is kept
+
+
+def read_recording(path: str) -> bytes:
+    with open(path, "rb") as file:
+        data = file.read(MAX_RECORDING + 1)
+    if len(data) > MAX_RECORDING:
+        raise OSError(f"larger than {MAX_RECORDING >> 20} MiB; the demo steps through one reply")
+    return data
+
+
+def web(args: argparse.Namespace) -> int:
+    """``--web``: record every scenario (and each ``--file``) now, then serve the page until Ctrl-C."""
+    from .demo_web import serve
+
+    try:
+        pages = web_recordings(args)
+    except OSError as err:
+        return fail(str(err))
+    return serve(pages, code_view(args.api), args.port)
+
+
+def web_recordings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The page's recordings: each ``--file``, then the scenarios (the one named, if any, first)."""
+    recordings: list[tuple[str, str, bytes, int | None]] = []
+    for number, path in enumerate(args.file or [], 1):
+        try:
+            recordings.append((f"file-{number}", f"--file {path}", read_recording(path), None))
+        except OSError as err:
+            raise OSError(f"--file {path}: {err.strerror or err}") from None
+    first = args.scenario or "readme"
+    if first not in SCENARIOS:
+        raise OSError(f"unknown scenario {first!r} (choose from: {', '.join(SCENARIOS)})")
+    if args.api not in DIALECTS:
+        raise OSError(f"--api {args.api}: choose one of {', '.join(DIALECTS)} (or fix INK_API)")
+    for name in sorted(SCENARIOS, key=lambda n: n != first):
+        scenario = SCENARIOS[name]
+        data = fixture_path(scenario["fixture"].replace("article/", DIALECTS[args.api]["folder"] + "/")).read_bytes()
+        abort_after = len(split_frames(data)) if name in ABORT_SCENARIOS else None
+        recordings.append((name, f"{name} · {scenario['title']}({scenario['section']})", data, abort_after))
+    if args.scenario is not None:  # the page opens on the first: the scenario named, else a --file
+        recordings.sort(key=lambda r: r[0] != first)
+    return web_pages(recordings, args.api)
+
+
 def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
-    """Print the steps, waiting for Enter between them when a person is at the terminal."""
+    """Print the steps, waiting for Enter between them when a person is at the terminal.
+
+    On a terminal each step is one screen: cleared first, then the panels, then as much
+    of the code as fits. Anything else (a pipe, a file, ``--no-pause``) gets every step
+    in full, one after another.
+    """
     pause = not args.no_pause and sys.stdin is not None and sys.stdin.isatty()
+    screen = pause and sys.stdout.isatty()
     color = wants_colour(sys.stdout)
-    style = Style(color, shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
-    print(style.bold(f"ink-py demo · {label}"))
-    print("每一步把一条 SSE 事件交给真实的 assemble_stream,在它读下一条之前停下,看它的局部变量。")
+    size = shutil.get_terminal_size()
+    style = Style(color, size.columns if sys.stdout.isatty() else None)
+    intro = [
+        style.bold(f"ink-py demo · {label}"),
+        "每一步把一条 SSE 事件交给真实的 assemble_stream,在它读下一条之前停下,看它的局部变量。",
+    ]
+    if not screen:
+        print("\n".join(intro))
     for number, step in enumerate(steps, 1):
-        print()
-        print(render_step(step, number, len(steps), style, args.context), flush=True)
+        if screen:
+            print(CLEAR + cut(intro[0], style.width))  # the label stays on top of every screen
+            previous = steps[number - 2] if number > 1 else None
+            shown = render_step(step, number, len(steps), style, args.context, size.lines - 2, previous)
+            print(shown, flush=True)
+        else:
+            print()
+            print(render_step(step, number, len(steps), style, args.context), flush=True)
         if pause and number < len(steps):
             print(style.dim("[Enter 下一步 · q 退出] "), end="", file=sys.stderr, flush=True)
             answer = sys.stdin.readline()
             if answer == "" or answer.strip().lower() in ("q", "quit"):
                 return EXIT_COMPLETED
     return EXIT_COMPLETED
+
+
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen
 
 
 def shown_path(path: Path) -> str:

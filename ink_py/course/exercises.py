@@ -4,7 +4,10 @@
     ink-py exercise start 1              copy ink_py to ./my_ink, with parse_frame cut out
     ink-py exercise check 1              run exercise 1's tests on ./my_ink; the first failure in plain words
     ink-py exercise hint 1               one more hint each time (Chinese, like the article)
-    pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger
+    ink-py exercise check --all          every started exercise, as a table
+    ink-py exercise diff 1 / reset 1     once green: yours beside the reference / back to the stub
+    ink-py exercise report               JSON and JUnit XML for a teacher or an autograder
+    pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger (impl_option.py)
 
 The working copy is the whole package copied to ``my_ink/`` — importable as package
 ``my_ink``, and it imports only itself, because ink_py uses relative imports throughout.
@@ -69,6 +72,7 @@ SOURCE_ROOT = PACKAGE_DIR.parent  # a source checkout: tests/ lives here
 DEFAULT_DIR = "my_ink"
 STATE_FILE = ".exercises.json"
 MADE_BY = "ink-py exercise start"
+REPORT_JSON, REPORT_XML = "exercise-report.json", "exercise-report.xml"  # what `report` writes by default
 REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the plugin is idle without it)
 
 
@@ -78,6 +82,7 @@ class Exercise(TypedDict):
     title: str  # what the student writes
     section: str  # in walkthrough.md, which follows the article's numbering
     hints: list[str]  # Chinese like the article, identifiers in English; the last nearly gives it away
+    messages: list[str]  # the words the tests compare, verbatim: the stub lists them as TODOs
 
 
 class Region(TypedDict):
@@ -108,6 +113,9 @@ EXERCISES: dict[int, Exercise] = {
             '`raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") '
             'from None` —— 测试要在消息里看到 "not JSON" 和 frame 的开头。',
         ],
+        "messages": [
+            'ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}")',
+        ],
     },
     2: {
         "functions": ["provider/shared.py:parse_sse"],
@@ -129,6 +137,9 @@ EXERCISES: dict[int, Exercise] = {
             "这时 parse_frame 抛 ProviderError,就改抛 "
             '`ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")`。',
         ],
+        "messages": [
+            'ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")',
+        ],
     },
     3: {
         "functions": [],
@@ -144,6 +155,9 @@ EXERCISES: dict[int, Exercise] = {
             '几乎是答案:`if isinstance(content, str) and content != "":` 里,先按需创建块,再 '
             '`text_parts.append(content)`,然后 `yield {"type": "text_delta", "text": content}` —— 先通知显示层,'
             "完整消息留到最后。",
+        ],
+        "messages": [
+            '{"type": "text_delta", "text": content}',
         ],
     },
     4: {
@@ -165,6 +179,10 @@ EXERCISES: dict[int, Exercise] = {
             "`finish_tool_arguments(block, tool_raw_by_index[index])` 给旧调用收尾,再把它当新调用创建块。"
             'DashScope 续传时发 `"id": ""`,那不算新 id。',
         ],
+        "messages": [
+            '{"type": "tool_call_start", "id": block["id"], "name": block["name"]}',
+            '{"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}',
+        ],
     },
     5: {
         "functions": ["provider/openai_completions.py:map_finish_reason"],
@@ -182,6 +200,9 @@ EXERCISES: dict[int, Exercise] = {
             'raise ProviderError("stream ended without finish_reason — response may be truncated")` '
             "—— 测试逐字比较这条消息。",
         ],
+        "messages": [
+            'ProviderError("stream ended without finish_reason — response may be truncated")',
+        ],
     },
     6: {
         "functions": ["provider/shared.py:abort_safe"],
@@ -196,6 +217,7 @@ EXERCISES: dict[int, Exercise] = {
             "几乎是答案:`try: yield from source` / `except Exception: if signal is not None and "
             "signal.aborted: return` / `raise`。",
         ],
+        "messages": [],
     },
     7: {
         "functions": ["provider/shared.py:safe_parse_json"],
@@ -213,6 +235,11 @@ EXERCISES: dict[int, Exercise] = {
             "`problem = f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
             'They began: {began}. Send the call again with complete, valid JSON arguments."`',
         ],
+        "messages": [
+            '{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}',
+            "f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
+            'They began: {began}. Send the call again with complete, valid JSON arguments."',
+        ],
     },
     8: {
         "functions": ["core/loop.py:fail_tool_calls_from_truncated_message"],
@@ -229,6 +256,10 @@ EXERCISES: dict[int, Exercise] = {
             '几乎是答案:content 写成 f"Error: this reply hit the output token limit (finish_reason: length), '
             "so the arguments of {call['name']} may be truncated; the call was not run. Send the call again with "
             'complete arguments."',
+        ],
+        "messages": [
+            'f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of '
+            "{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.\"",
         ],
     },
     # Skipped until ink_py/second_article/chunks.py has "# exercise 9 ▼" markers (or "functions"
@@ -252,6 +283,7 @@ EXERCISES: dict[int, Exercise] = {
             '`"args": call["args"] + piece["args"]`,返回 False。'
             "不要原地修改 call——它可能属于调用者传进来的那个 chunk。",
         ],
+        "messages": [],
     },
 }
 
@@ -374,8 +406,44 @@ def stub_body(text: str, region: Region) -> list[str]:
     """The lines that replace a region: its comments as TODOs, then one raise."""
     indent = region["indent"]
     todos = [f"{indent}# TODO: {comment}" for comment in region_comments(text, region)]
+    words = region_messages(text, region)
+    if words:
+        todos.append(f"{indent}# TODO: the tests compare these words exactly; use them as they are:")
+        todos += [f"{indent}# TODO:     {message}" for message in words]
     message = json.dumps(stub_message(region["number"]), ensure_ascii=False)  # also a valid Python literal
     return [*todos, f"{indent}raise NotImplementedError({message})"]
+
+
+def region_messages(text: str, region: Region) -> list[str]:
+    """The table's ``messages`` of the region's exercise that belong in this region.
+
+    A message belongs where the reference says it (a literal piece of it is in the region's
+    body); one found in none of the exercise's regions goes to the first.
+    """
+    number = region["number"]
+    body = "\n".join(body_of(text, region))
+    first = next((r for r in find_regions(text) if r["number"] == number), None)
+    return [
+        message
+        for message in EXERCISES[number].get("messages", [])
+        if said_in(message, body) or (message not in placed_messages(number) and region == first)
+    ]
+
+
+def said_in(message: str, code: str) -> bool:
+    """Is a literal piece of ``message`` (8 characters or more, between its ``{…}``) in ``code``?"""
+    pieces = re.split(r"\{[^{}\"]*\}|\bf\"|\"|\(|\)", message)
+    return any(piece in code for piece in pieces if len(piece.strip()) >= 8)
+
+
+@functools.cache
+def placed_messages(number: int) -> frozenset[str]:
+    """The exercise's messages that the reference says in one of its regions."""
+    bodies = [
+        "\n".join(body_of((PACKAGE_DIR / relative).read_text(encoding="utf-8"), region))
+        for relative, region in package_regions().get(number, [])
+    ]
+    return frozenset(m for m in EXERCISES[number].get("messages", []) if any(said_in(m, b) for b in bodies))
 
 
 def replace_body(text: str, region: Region, body: list[str]) -> str:
@@ -538,8 +606,16 @@ def start(number: int, folder: Path) -> str:
             f"read first:  walkthrough.md {exercise['section']}",
             f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
             f"stuck?       ink-py exercise hint {number}{dir_argument(folder)}",
+            f"watch it:    {demo_command(folder)}   (the §3 demo, over your own code)",
         ]
     )
+
+
+def demo_command(folder: Path) -> str:
+    """``python -m my_ink demo``: the copy runs its own demo — from the folder it lies in."""
+    parent = folder.resolve().parent
+    where = "" if parent == Path.cwd().resolve() else f"cd {shlex.quote(shown(parent))} && "
+    return f"{where}python -m {folder.name} demo"
 
 
 def group_by_file(regions: list[tuple[str, Region]]) -> dict[str, list[Region]]:
@@ -636,18 +712,106 @@ def check(number: int, folder: Path) -> tuple[bool, str]:
     report = run_tests(folder, number)
     exercise = EXERCISES[number]
     green = report["exitstatus"] == 0
-    checks = state.setdefault("checks", {})
-    checks[str(number)] = "green" if green else "red"
+    key = str(number)
+    state.setdefault("checks", {})[key] = "green" if green else "red"
+    attempts = state.setdefault("attempts", {})
+    attempts[key] = int(attempts.get(key, 0)) + 1
+    state.setdefault("tests", {})[key] = {"passed": report["passed"], "selected": len(report["selected"])}
+    if green:
+        state.setdefault("first_green", {}).setdefault(key, now())
     save_state(folder, state)
     if green:
         passed = report["passed"]
         return True, "\n".join(
             [
                 f"exercise {number} · {exercise['slug']} — all {passed} tests pass. Well done!",
+                f"see your code at work: {demo_command(folder)} · beside the reference: "
+                f"ink-py exercise diff {number}{dir_argument(folder)}",
                 next_step(state, folder, after=number),
             ]
         )
     return False, describe_failure(number, report, folder)
+
+
+def now() -> str:
+    """The time, as the progress file and the report keep it: UTC, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_all(folder: Path) -> tuple[bool, str]:
+    """``check --all``: every started exercise checked, then a table; green when all of them are."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)} — start with: ink-py exercise start 1")
+    started = load_state(folder).get("started", [])
+    if not started:
+        raise ExerciseError(f"no exercise is started in {shown(folder)} — run: ink-py exercise start 1")
+    for number in started:
+        if available(number):
+            check(number, folder)
+    state = load_state(folder)
+    rows = [
+        ("exercise", "state", "tests passed", "hints used"),
+        *[
+            (
+                f"{number} {exercise['slug']}",
+                exercise_state(number, state),
+                tests_passed(number, state),
+                f"{state.get('hints', {}).get(str(number), 0)}/{len(exercise['hints'])}",
+            )
+            for number, exercise in EXERCISES.items()
+        ],
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
+    return green, "\n".join([f"Course exercises in {shown(folder)}", "", *table, "", next_step(state, folder)])
+
+
+def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
+    """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit."""
+    from .exercise_report import Row, junit_xml, report_json
+
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)} — nothing to report")
+    state = load_state(folder)
+    rows: list[Row] = []
+    for number, exercise in EXERCISES.items():
+        key = str(number)
+        row: Row = {
+            "number": number, "slug": exercise["slug"], "title": exercise["title"], "section": exercise["section"],
+            "state": exercise_state(number, state), "tests_passed": 0, "tests_selected": 0,
+            "attempts": int(state.get("attempts", {}).get(key, 0)),
+            "hints_used": int(state.get("hints", {}).get(key, 0)), "hints_total": len(exercise["hints"]),
+            "first_green": state.get("first_green", {}).get(key), "summary": "",
+        }  # fmt: skip
+        if number in state.get("started", []) and available(number):
+            report = run_tests(folder, number)
+            green = report["exitstatus"] == 0
+            row.update(state="green" if green else "red", tests_passed=report["passed"])
+            row["tests_selected"] = len(report["selected"])
+            if not green:
+                row["summary"] = describe_failure(number, report, folder).split("\n")[0]
+        rows.append(row)
+    write_file(json_path, report_json(folder.name, now(), rows) + "\n")
+    write_file(xml_path, junit_xml(folder.name, rows) + "\n")
+    green = sum(row["state"] == "green" for row in rows)
+    return f"{green} of {len(rows)} exercises green · wrote {json_path} and {xml_path} (JUnit)"
+
+
+def exercise_state(number: int, state: dict[str, Any]) -> str:
+    """green / red / not started / not available — as the table and the report say it."""
+    if not available(number):
+        return "not available"
+    if number not in state.get("started", []):
+        return "not started"
+    return state.get("checks", {}).get(str(number), "not checked")
+
+
+def tests_passed(number: int, state: dict[str, Any]) -> str:
+    tests = state.get("tests", {}).get(str(number))
+    return f"{tests['passed']}/{tests['selected']}" if tests else "-"
 
 
 def marked_test_files(number: int) -> list[str]:
@@ -695,23 +859,48 @@ def run_tests(folder: Path, number: int) -> dict[str, Any]:
     return report
 
 
+def stubs_left(number: int, folder: Path) -> list[str]:
+    """Where exercise ``number``'s stubs are still in the copy (``my_ink/provider/shared.py:120``)."""
+    places = []
+    for relative in group_by_file(package_regions()[number]):
+        try:
+            text = (folder / relative).read_text(encoding="utf-8")
+            places += [
+                f"{shown(folder)}/{relative}:{r['start'] + 1}"
+                for r in find_regions(text)
+                if r["number"] == number and is_stub(text, r)
+            ]
+        except (OSError, MarkerError):
+            continue
+    return places
+
+
 def describe_failure(number: int, report: dict[str, Any], folder: Path) -> str:
+    """The first failure in a few plain lines, blamed on the exercise whose code it happened in."""
     exercise = EXERCISES[number]
     failure = report.get("failure")
     reread = f"re-read walkthrough.md {exercise['section']}"
     if failure is None:
         return f"exercise {number} · {exercise['slug']} — the tests failed without a report; {reread}"
     where = failure.get("in_copy") or ""
-    if failure["kind"] == "stub" and failure["exercise"] == number:
-        return "\n".join(
-            [
-                f"exercise {number} · {exercise['slug']} — not written yet: the stub still raises NotImplementedError"
-                + (f" ({where})." if where else "."),
-                "Write your code in its place, between the two marker lines.",
-                f"{reread} · stuck? ink-py exercise hint {number}{dir_argument(folder)}",
-            ]
-        )
-    if failure["kind"] == "stub":
+    mine = stubs_left(number, folder)
+    if failure["kind"] == "stub" and (failure["exercise"] == number or mine):
+        lines = [
+            f"exercise {number} · {exercise['slug']} — not written yet: the stub still raises NotImplementedError"
+            f" ({mine[0] if mine else where}).",
+            "Write your code in its place (the TODO lines say what it does, and the messages the tests expect).",
+        ]
+        other = failure["exercise"]
+        if other != number:  # the test stopped at another stub before it reached this one
+            about = EXERCISES.get(other, {"slug": "?", "title": "?"})
+            lines.append(
+                f"Its test {failure['name']} also runs exercise {other} · {about['slug']}, whose stub is still in "
+                f"place{f' at {where}' if where else ''}: write that one too (ink-py exercise check {other}"
+                f"{dir_argument(folder)})."
+            )
+        lines.append(f"{reread} · stuck? ink-py exercise hint {number}{dir_argument(folder)}")
+        return "\n".join(lines)
+    if failure["kind"] == "stub":  # this exercise is written; another one's stub is in the way
         other = failure["exercise"]
         about = EXERCISES.get(other, {"slug": "?", "title": "?"})
         return "\n".join(
@@ -722,19 +911,38 @@ def describe_failure(number: int, report: dict[str, Any], folder: Path) -> str:
             ]
         )
 
+    # Where did it break? In another exercise's region that the student wrote: that exercise is to blame.
+    blamed = failure.get("region")
+    started = load_state(folder).get("started", [])
+    elsewhere = blamed is not None and blamed != number and blamed in EXERCISES and blamed in started
     fed, expected, got = plain_words(failure)
-    debug = f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} {shlex.quote(failure['nodeid'])} --pdb"
-    lines = [
-        f"exercise {number} · {exercise['slug']} — not yet: {progress(report['passed'])}",
-        "",
-        f"  test      {failure['name']}   ({failure['file']}:{failure['line']})",
-    ]
+    debug = (
+        f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} "
+        f"{shlex.quote(str(SOURCE_ROOT / failure['nodeid']))} --pdb"
+    )
+    headline = f"exercise {number} · {exercise['slug']} — not yet: {progress(report['passed'])}"
+    if elsewhere:
+        other = EXERCISES[blamed]
+        headline = (
+            f"exercise {number} · {exercise['slug']} — not yet: {progress(report['passed'])[:-1]}, "
+            f"in exercise {blamed} · {other['slug']}'s code (yours), not exercise {number}'s."
+        )
+    lines = [headline, "", f"  test      {failure['name']}   ({failure['file']}:{failure['line']})"]
     if failure.get("doc"):
         lines.append(f"  about     {failure['doc']}")
     lines += labelled("fed", fed) + labelled("expected", expected) + labelled("got", got)
-    if where and failure["kind"] == "error":
+    if where and failure["kind"] in ("error", "did_not_raise"):
         lines.append(f"  where     {where}")
-    lines += ["", f"{reread}, then run the check again.", f"debug it (from {SOURCE_ROOT}):  {debug}"]
+    if elsewhere:
+        other = EXERCISES[blamed]
+        lines += [
+            "",
+            f"fix exercise {blamed} first: re-read walkthrough.md {other['section']}, then "
+            f"ink-py exercise check {blamed}{dir_argument(folder)}",
+        ]
+    else:
+        lines += ["", f"{reread}, then run the check again."]
+    lines.append(f"debug it:  {debug}")
     return "\n".join(lines)
 
 
@@ -766,9 +974,14 @@ def plain_words(failure: dict[str, Any]) -> tuple[str, str, str]:
     if not fed:
         fed = f"what the test builds — see {failure['file']}:{failure['line']}"
 
-    kind = failure["kind"]
+    kind, raises = failure["kind"], failure.get("raises")
+    if kind == "explained":  # the test said it in words: "expected: …" and "got: …"
+        text = failure["message"]
+        said = re.search(r"^expected: (.*?)\n(?:.*\n)*?got: (.*)$", text, re.MULTILINE | re.DOTALL)
+        if said:
+            return fed, said[1].strip(), said[2].strip().split("\nassert ")[0]
     if kind == "assert" and compare:
-        op, left, right = compare["op"], compare["left"], compare["right"]
+        op, left, right = compare["op"], value_words(compare["left"]), value_words(compare["right"])
         if op in ("in", "not in"):
             return fed, f"{left} {'' if op == 'in' else 'not '}to be in it", right
         if op == "!=":
@@ -779,9 +992,128 @@ def plain_words(failure: dict[str, Any]) -> tuple[str, str, str]:
         got = "\n".join([first.removeprefix("assert "), *[w.strip() for w in where if " at 0x" not in w][:3]])
         return fed, failure.get("test_line", "").removeprefix("assert "), got
     if kind == "did_not_raise":
-        return fed, f"an error: {failure['message'].removeprefix('DID NOT RAISE').strip()}", "no error"
+        raised = raises or failure["message"].removeprefix("DID NOT RAISE").strip()
+        line = failure.get("test_line") or ""
+        call = f" from  {line}" if line and not line.startswith("with ") else ""  # not `with pytest.raises(…)`
+        return fed, f"{raised} to propagate{call}", "no error: it never reached the caller (swallowed, or never raised)"
+    if raises:  # another error than the one the test waits for
+        return (
+            fed,
+            f"{raises} to propagate from  {failure.get('test_line', '')}".rstrip(),
+            f"a different error — {failure['message']}",
+        )
     expected = f"no error from  {failure['test_line']}" if failure.get("test_line") else "no error"
     return fed, expected, f"an error — {failure['message']}"
+
+
+def value_words(value: str) -> str:
+    """A reported value as the student should read it: a bare ``None`` says what it means."""
+    return "None (nothing: no value came back)" if value == "None" else value
+
+
+# ── reset and diff ──────────────────────────────────────────────────────────────────
+
+
+def reset(number: int, folder: Path, yes: bool = False) -> str:
+    """Put exercise ``number``'s stub back in the copy, after confirmation; every other line stays."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)}")
+    state = load_state(folder)
+    exercise = EXERCISES[number]
+    if number not in state.get("started", []):
+        raise ExerciseError(f"exercise {number} is not started in {shown(folder)}: nothing to reset")
+    new_texts: dict[Path, str] = {}
+    kept: list[str] = []  # the student's code, saved before it is replaced
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        target = folder / relative
+        text = target.read_text(encoding="utf-8")
+        mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
+        if len(mine) != len(regions):
+            raise ExerciseError(
+                f"{shown(folder)}/{relative}: exercise {number}'s code cannot be found (markers changed, or the "
+                "file does not parse); nothing was changed"
+            )
+        for region, ours in reversed(list(zip(regions, mine, strict=True))):
+            kept.append(f"# {relative}:{ours['start'] + 1}\n" + "\n".join(body_of(text, ours)))
+            text = replace_body(text, ours, stub_body(reference, region))
+        compile(text, str(target), "exec")
+        new_texts[target] = text
+    if not yes:
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise ExerciseError("reset asks before it throws your code away: run it in a terminal, or add --yes")
+        print(
+            f"reset exercise {number} · {exercise['slug']} in {shown(folder)} to its stub? Your code in its "
+            f"{len(kept)} region(s) is replaced (a copy is kept in {shown(folder)}/.reset/). [y/N] ",
+            end="",
+            flush=True,
+        )
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return "nothing changed."
+    backup = folder / ".reset" / f"exercise-{number}-{now().replace(':', '')}.py"
+    backup.parent.mkdir(exist_ok=True)
+    write_file(backup, "\n\n".join(reversed(kept)) + "\n")
+    for target, text in new_texts.items():
+        write_file(target, text)
+    state.get("checks", {}).pop(str(number), None)
+    save_state(folder, state)
+    return "\n".join(
+        [
+            f"exercise {number} · {exercise['slug']} is back to its stub in {shown(folder)}; "
+            "every other exercise's code is as you left it.",
+            f"your code was: {shown(backup)}",
+            f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
+        ]
+    )
+
+
+def diff(number: int, folder: Path, width: int | None = None) -> str:
+    """Once exercise ``number`` is green: the student's code beside the reference's, region by region."""
+    import difflib
+
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)}")
+    state = load_state(folder)
+    if state.get("checks", {}).get(str(number)) != "green":
+        raise ExerciseError(
+            f"exercise {number} is not green yet: the reference is shown once your own code passes — "
+            f"ink-py exercise check {number}{dir_argument(folder)}"
+        )
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    half = max(30, (width - 3) // 2)
+    out = [f"exercise {number} · {EXERCISES[number]['slug']}: yours (left) · the reference (right)"]
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        text = (folder / relative).read_text(encoding="utf-8")
+        mine = [r for r in find_regions(text) if r["number"] == number]
+        for region, ours in zip(regions, mine, strict=False):
+            left, right = body_of(text, ours), body_of(reference, region)
+            out += ["", f"{shown(folder)}/{relative}:{ours['start'] + 2}  ·  ink_py/{relative}:{region['start'] + 2}"]
+            if left == right:
+                out.append("  (the same as the reference, line for line)")
+                continue
+            for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
+                mark = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}[tag]
+                for i in range(max(a2 - a1, b2 - b1)):
+                    mine_line = left[a1 + i] if a1 + i < a2 else ""
+                    their_line = right[b1 + i] if b1 + i < b2 else ""
+                    out.append(f"{fit(mine_line, half)} {mark} {fit(their_line, half)}".rstrip())
+    return "\n".join(out)
+
+
+def fit(line: str, width: int) -> str:
+    """``line`` padded or cut to ``width`` terminal columns."""
+    line = line.replace("\t", "    ")
+    while columns(line) > width:
+        line = line[: -2 if columns(line) - width > 1 else -1]
+        if columns(line) <= width - 1:
+            line += "…"
+            break
+    return line + " " * (width - columns(line))
+
+
+def columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 # ── hints ───────────────────────────────────────────────────────────────────────────────
@@ -810,13 +1142,23 @@ def hint(number: int, folder: Path) -> str:
 
 USAGE = """usage: ink-py exercise <command> [NAME] [DIR]
 
-  list  [DIR]          the exercises and how far you are
-  start NAME [DIR]     copy ink_py to DIR (default ./my_ink) with exercise NAME cut out
-  check NAME [DIR]     run exercise NAME's tests on DIR and explain the first failure
-  hint  NAME [DIR]     one more hint
+  list  [DIR]            the exercises and how far you are
+  start NAME [DIR]       copy ink_py to DIR (default ./my_ink) with exercise NAME cut out
+  check NAME [DIR]       run exercise NAME's tests on DIR and explain the first failure
+  check --all [DIR]      check every started exercise; a table of where each stands
+  hint  NAME [DIR]       one more hint
+  reset NAME [DIR]       put exercise NAME's stub back (asks first; --yes for scripts)
+  diff  NAME [DIR]       once NAME is green: your code beside the reference
+  report [DIR]           what a teacher collects: exercise-report.json and exercise-report.xml
+                         (JUnit) in the current folder, or --json PATH / --junit PATH
 
 NAME is a number or a slug (1 or parse-frame). DIR can also be given as --dir DIR.
-The same tests, straight: python -m pytest --impl my_ink -m ex1"""
+The same tests, straight:      python -m pytest --impl my_ink -m ex1
+The §3 demo over your copy:    python -m my_ink demo"""
+
+COMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report")
+FLAGS = {"--yes": "reset", "--all": "check"}  # flag → the command it belongs to
+VALUED = {"--dir": None, "--json": "report", "--junit": "report"}  # options with a value
 
 
 def exercise_number(name: str) -> int:
@@ -835,54 +1177,70 @@ def exercise_number(name: str) -> int:
     raise ExerciseError(f"no exercise {name!r}; the exercises are: {slugs}")
 
 
-def parse_arguments(argv: list[str]) -> tuple[str, list[str], Path]:
-    """(command, its positional words, the folder) — ``--dir DIR`` or a trailing DIR."""
+def parse_arguments(argv: list[str]) -> tuple[str, list[str], Path, dict[str, Any]]:
+    """(command, its positional words, the folder, its options) — ``--dir DIR`` or a trailing DIR."""
     words: list[str] = []
-    folder: str | None = None
+    options: dict[str, Any] = {}
     rest = list(argv)
     while rest:
         word = rest.pop(0)
-        if word == "--dir" or word.startswith("--dir="):
-            if folder is not None:
-                raise ExerciseError("give the folder once")
-            folder = word.partition("=")[2] if "=" in word else (rest.pop(0) if rest else "")
-            if not folder:
-                raise ExerciseError("--dir needs a folder")
+        name = word.partition("=")[0]
+        if name in VALUED:
+            if name in options:
+                raise ExerciseError("give the folder once" if name == "--dir" else f"give {name} once")
+            options[name] = word.partition("=")[2] if "=" in word else (rest.pop(0) if rest else "")
+            if not options[name]:
+                raise ExerciseError(f"{name} needs a {'folder' if name == '--dir' else 'file'}")
+        elif word in FLAGS:
+            options[word] = True
         elif word.startswith("-") and word != "-":
             raise ExerciseError(f"unknown option {word}")
         else:
             words.append(word)
     if not words:
-        raise ExerciseError("which command? list, start, check or hint")
+        raise ExerciseError(f"which command? {', '.join(COMMANDS)}")
     command, *positional = words
-    takes_name = command in ("start", "check", "hint")
+    for option in options:
+        belongs = {**FLAGS, **VALUED}[option]
+        if belongs is not None and belongs != command:
+            raise ExerciseError(f"{option} goes with {belongs}, not {command}")
+    takes_name = command in ("start", "check", "hint", "reset", "diff") and not options.get("--all")
     if takes_name and not positional:
         raise ExerciseError(f"which exercise? e.g. ink-py exercise {command} 1")
     limit = 2 if takes_name else 1
     if len(positional) > limit:
         raise ExerciseError(f"too many arguments for {command}: {' '.join(positional[limit:])}")
+    folder = options.pop("--dir", None)
     if len(positional) == limit:
         if folder is not None:
             raise ExerciseError("give the folder once")
         folder = positional.pop()
-    return command, positional, Path(folder or DEFAULT_DIR)
+    return command, positional, Path(folder or DEFAULT_DIR), options
 
 
 def main(argv: list[str] | None = None) -> int:
     """``ink-py exercise …``: 0 done (or green), 1 a usage mistake (or red)."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] == "help" or "-h" in argv or "--help" in argv:  # --help after any command too
-        print(USAGE)
-        return 0
     try:
-        command, positional, folder = parse_arguments(argv)
-        if command not in ("list", "start", "check", "hint"):
-            raise ExerciseError(f"unknown command {command!r}; use list, start, check or hint")
+        if not argv or argv[0] == "help" or "-h" in argv or "--help" in argv:  # --help after any command too
+            print(USAGE)
+            return 0
+        command, positional, folder, options = parse_arguments(argv)
+        if command not in COMMANDS:
+            raise ExerciseError(f"unknown command {command!r}; use {', '.join(COMMANDS)}")
         if command == "list":
             print(list_exercises(folder))
             return 0
+        if command == "report":
+            json_path, xml_path = Path(options.get("--json", REPORT_JSON)), Path(options.get("--junit", REPORT_XML))
+            print(write_report(folder, json_path, xml_path))
+            return 0
+        if command == "check" and options.get("--all"):
+            green, words = check_all(folder)
+            print(words)
+            return 0 if green else 1
         number = exercise_number(positional[0])
-        if command in ("start", "check") and not available(number):
+        if command in ("start", "check", "reset", "diff") and not available(number):
             raise ExerciseError(f"exercise {number} is not available yet: the source has no markers for it")
         if command == "start":
             print(start(number, folder))
@@ -890,11 +1248,23 @@ def main(argv: list[str] | None = None) -> int:
         if command == "hint":
             print(hint(number, folder))
             return 0
+        if command == "reset":
+            print(reset(number, folder, yes=bool(options.get("--yes"))))
+            return 0
+        if command == "diff":
+            print(diff(number, folder))
+            return 0
         green, words = check(number, folder)
         print(words)
         return 0 if green else 1
     except ExerciseError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `ink-py exercise diff 1 | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
         return 1
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -103,7 +103,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             if text_block is None:
                 text_block = {"type": "text", "text": ""}
                 blocks.append(text_block)
-            text_parts.append(content)  # `textBlock.text += content`, joined at ④
+            text_parts.append(content)  # instead of Ink's `textBlock.text += content`: joined once at ④
             yield {"type": "text_delta", "text": content}
         # exercise 3 ▲
 
@@ -155,7 +155,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         # exercise 5 ▼ finish reason
         if choice.get("finish_reason") is not None:
             saw_finish = True
-            stop_reason = map_finish_reason(choice["finish_reason"])
+            stop_reason = map_finish_reason(choice["finish_reason"])  # no break: usage often comes later
         # exercise 5 ▲
 
         # Usage: usually a last chunk with no choices; Moonshot puts it in choices[0].

@@ -173,7 +173,7 @@ def abort_safe(source: Iterable[T], signal: AbortSignal | None) -> Iterator[T]:
     An abort closes the connection, so the pending read fails. That failure is the
     cancellation itself, not a fault: end quietly. Any other error propagates.
     """
-    signal = signal or NEVER_ABORTED  # TypeScript's `signal?.`
+    signal = signal or NEVER_ABORTED  # signal may be None: TypeScript's `signal?.`
     try:
         yield from source  # `for await (const item of source) yield item`
     except Exception:

@@ -70,10 +70,23 @@ def fixtures_dir() -> Path:
     for candidate in (
         Path(__file__).resolve().parents[2] / "fixtures",
         Path(sys.prefix) / "share" / "ink_py" / "fixtures",
+        *reference_fixtures(),  # a course copy (my_ink) outside the checkout: the reference's
     ):
         if (candidate / "article").is_dir():
             return candidate
     raise FileNotFoundError("ink_py's fixtures/ folder was not found (reinstall with: pip install -e .)")
+
+
+def reference_fixtures() -> list[Path]:
+    """Where the installed reference keeps its fixtures — located, never imported."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("ink_py")
+    except (ImportError, ValueError):
+        return []
+    origin = spec.origin if spec is not None else None
+    return [Path(origin).resolve().parents[1] / "fixtures"] if origin else []
 
 
 def fixture_path(name: str) -> Path:
