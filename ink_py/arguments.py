@@ -1,6 +1,6 @@
 """One parser style for every ``ink-py`` command: ``--help`` everywhere, mistakes as one line.
 
-Not in Ink. Every subcommand (``ink-py``, ``demo``, ``exercise``, ``serve``, ``serve-model``)
+Not in Ink. Every subcommand (``ink-py``, ``chat``, ``demo``, ``exercise``, ``serve``, ``serve-model``)
 builds its flags on ``CliParser``, so a usage mistake is one ``error: …`` line and exit
 code 1 — exit 2 stays "the answer was cut at the output limit" — and a bad flag value
 (a port of 99999, an unknown scenario) is a usage mistake, never a traceback.
@@ -19,6 +19,7 @@ EXIT_USAGE = 1  # the same code as any other error: 2 means "answer truncated"
 
 # `ink-py <command> …` → (module under ink_py, what it does); anything else is a prompt.
 COMMANDS = {
+    "chat": ("chat", "a conversation: one message per line, the history kept across turns (/help inside)"),
     "demo": ("course.demo", "step through the article's §3 demo (or any recorded .sse): terminal or --web"),
     "exercise": ("course.exercises", "course exercises: list, start, check, hint, reset, diff, report"),
     "serve": ("second_article.relay", "serve the agent to a browser page over SSE (second article)"),

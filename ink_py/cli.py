@@ -19,8 +19,10 @@ import argparse
 import bdb
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import requests
 
@@ -33,7 +35,7 @@ from .provider.openai_responses import OpenAIResponsesProvider
 from .provider.recording import RECORDING
 from .provider.shared import one_line
 from .provider.types import ProviderError
-from .runner import EXIT_ERROR, EXIT_INTERRUPTED, run_prompt, terminal_safe
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TRUNCATED, paint, run_prompt, terminal_safe, wants_colour
 from .scripted.scenarios import SCENARIOS
 
 if TYPE_CHECKING:
@@ -48,6 +50,12 @@ APIS: dict[str, tuple[type[OpenAICompletionsProvider], str]] = {
 DEFAULT_API = "openai-completions"
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
+DELAY_NOTE = "                         (default 0.02, a long reply paced to take about 1.5 s; 0: no pauses)"
+CHAT_HINT = "(ink-py answers one prompt and ends; `ink-py chat` keeps the conversation — send 继续 there)"
+ABORT_NOTICE = (
+    "(the abort scenario: the model stops mid tool call and stays silent, waiting for you — press Ctrl-C "
+    "to abort the reply, as §4.2 does)"
+)
 SCRIPTED_MODEL = "ink-scripted"
 DEFAULT_SYSTEM = (
     "You are ink, a small coding agent. Answer the user's question about the project in the workspace. "
@@ -56,17 +64,28 @@ DEFAULT_SYSTEM = (
 )
 
 
-def build_parser() -> CliParser:
+def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", *, prompt: bool = True) -> CliParser:
+    """``ink-py``'s flags; ``ink-py chat`` takes the same ones but no prompt (``prompt=False``)."""
     commands = "\n".join(f"  ink-py {name:<12} {help_text}" for name, (_, help_text) in COMMANDS.items())
     parser = CliParser(
-        prog="ink-py",
-        description="Stream a model's reply (Chat Completions, Responses or Messages), assemble it, "
+        prog=prog,
+        description=description
+        or "Stream a model's reply (Chat Completions, Responses or Messages), assemble it, "
         "and let a tiny agent loop read files to answer.",
-        epilog=f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
-        "limit, 3 stopped at max turns, 130 interrupted",
+        epilog=epilog
+        or f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
+        "limit, 3 stopped at max turns, 130 interrupted\n\nenvironment:\n"
+        "  INK_API, INK_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY (ANTHROPIC_… for anthropic-messages)\n"
+        "                         read when the flags are absent\n"
+        f"  INK_SCRIPTED_DELAY=S   the built-in model pauses S seconds between writes\n{DELAY_NOTE}\n"
+        "  NO_COLOR               no colour",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})")
+    if prompt:
+        parser.add_argument(
+            "prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})"
+        )
+    parser.add_argument("--version", action="version", version=f"ink-py {package_version()}")
     add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
     run = parser.add_argument_group("the run")
     run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
@@ -147,19 +166,49 @@ def api_key_from(args: argparse.Namespace, env: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     try:  # parsing too: a Ctrl-C at any point is "interrupted", never a traceback
         args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-        return run_agent(args)
+        if not args.prompt.strip():
+            print_error("the prompt is empty: ask a question (or leave the prompt out for the README task)")
+            return EXIT_ERROR
+        code = run_agent(args)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print(f"error: {terminal_safe(one_line(str(err)))}", file=sys.stderr)  # one line, neutralised
+        print_error(one_line(str(err)))  # one line, whatever a server wrote
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
             raise
-        problem = terminal_safe(f"{type(err).__name__}: {err}")
-        print(f"error: internal error ({problem}); INK_DEBUG=1 shows the traceback", file=sys.stderr)
+        print_error(f"internal error ({type(err).__name__}: {err}); INK_DEBUG=1 shows the traceback")
         return EXIT_ERROR
+    if code == EXIT_TRUNCATED:  # §4.4's advice needs a conversation to follow it in
+        print(CHAT_HINT, file=sys.stderr)
+    return code
+
+
+def print_error(message: str) -> None:
+    """The one ``error: …`` line, red on a terminal (like the other error lines)."""
+    print(paint(f"error: {terminal_safe(message)}", "31", wants_colour(sys.stderr)), file=sys.stderr)  # beyond Ink
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("ink_py")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
+def check_base_url(url: str) -> str:
+    """A base URL must say http:// or https:// — refused at once, not retried three times.
+
+    >>> check_base_url("http://127.0.0.1:11434/v1")
+    'http://127.0.0.1:11434/v1'
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        example = "http://" + url.split("://", 1)[-1].lstrip("/")
+        raise UsageError(f"--base-url {url}: give the whole URL, with http:// or https:// (e.g. {example})")
+    return url
 
 
 def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:
@@ -182,25 +231,24 @@ def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, Mo
     if base_url and not args.model:
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
     if base_url:
-        return base_url, args.model, api_key, None
-    from .scripted.server import DEFAULT_DELAY, start_model_server  # only needed without a real endpoint
+        return check_base_url(base_url), args.model, api_key, None
+    from .scripted.server import DEFAULT_DELAY, REPLY_SECONDS, start_model_server  # only without a real endpoint
 
-    delay = float(os.environ.get("INK_SCRIPTED_DELAY", DEFAULT_DELAY))  # seconds between its writes
-    server = start_model_server(scenario=args.scenario or "readme", delay=delay)
+    setting = os.environ.get("INK_SCRIPTED_DELAY")
+    try:
+        delay = DEFAULT_DELAY if setting is None else float(setting)  # seconds between its writes
+    except ValueError:
+        raise UsageError(f"INK_SCRIPTED_DELAY={setting}: not a number of seconds") from None
+    reply_seconds = REPLY_SECONDS if setting is None else None  # by default a long reply is paced to fit
+    server = start_model_server(scenario=args.scenario or "readme", delay=delay, reply_seconds=reply_seconds)
     return server.base_url, args.model or SCRIPTED_MODEL, api_key, server
 
 
 def run_agent(args: argparse.Namespace) -> int:
     tools = [create_read_tool(args.workspace)]
     check_tool_choice(args.tool_choice, [tool["name"] for tool in tools])
-    base_url, model, api_key, server = resolve_endpoint(args)
-    if server is not None:
-        print(
-            f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
-            file=sys.stderr,
-        )
+    provider, model, server = open_endpoint(args)
     trace = open_trace(args.trace)
-    provider = create_provider(args.api, base_url, api_key, record_dir=args.record)
     try:
         return run_prompt(
             provider=provider,
@@ -220,6 +268,19 @@ def run_agent(args: argparse.Namespace) -> int:
             trace.close()
         if server is not None:
             server.close()
+
+
+def open_endpoint(args: argparse.Namespace) -> tuple[OpenAICompletionsProvider, str, ModelServer | None]:
+    """``resolve_endpoint``, said on stderr, and the provider for it: ``(provider, model, built_in_server)``."""
+    base_url, model, api_key, server = resolve_endpoint(args)
+    if server is not None:
+        print(
+            f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
+            file=sys.stderr,
+        )
+        if args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
+            print(ABORT_NOTICE, file=sys.stderr, flush=True)
+    return create_provider(args.api, base_url, api_key, record_dir=args.record), model, server
 
 
 def check_tool_choice(choice: str, names: list[str]) -> None:

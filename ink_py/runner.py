@@ -57,8 +57,13 @@ def run_prompt(
     tool_choice: str = "auto",
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    history: list[AgentMessage] | None = None,
 ) -> int:
-    """Run the agent on one prompt and return the process exit code (errors propagate)."""
+    """Run the agent on one prompt and return the process exit code (errors propagate).
+
+    ``history`` (appended in place) carries a conversation across prompts, as ``ink-py chat``
+    does; by default each prompt starts a new one.
+    """
     out, err = out or sys.stdout, err or sys.stderr
     controller = AbortController()
     shown = Display(out, err, display)
@@ -68,7 +73,8 @@ def run_prompt(
         if trace is not None:
             write_trace(trace, event)
 
-    history: list[AgentMessage] = []
+    history = [] if history is None else history
+    start = len(history)  # this prompt's messages begin here (ink-py chat keeps the earlier ones)
     if tool_choice != "auto":
         provider = ToolChoice(provider, tool_choice)
     try:
@@ -87,15 +93,17 @@ def run_prompt(
                 max_concurrent=max_concurrent,
             )
     except BaseException as error:  # beyond printRunStats: a failed run's trace ends with run_end too
-        shown.end_line()
+        shown.end_line()  # and the error line starts a line of its own
         if trace is not None:
             failed = {"stopReason": "error", "error": one_line(str(error)) or type(error).__name__}
-            write_trace(trace, run_end_record(failed, history, model))
+            write_trace(trace, run_end_record(failed, history[start:], model))
         raise
     shown.end_line()
+    this_run = history[start:]
     if trace is not None:
-        write_trace(trace, run_end_record(dict(result), history, model))
-    print_run_stats(result, model, max_turns, err, shown.colour, replies_without_usage(history))
+        write_trace(trace, run_end_record(dict(result), this_run, model))
+    without_usage = replies_without_usage(this_run)
+    print_run_stats(result, model, max_turns, err, shown.colour, without_usage, aborted_mid_reply=shown.mid_reply)
     return exit_code(result)
 
 
@@ -156,14 +164,19 @@ def print_run_stats(
     err: IO[str],
     colour: bool = False,
     without_usage: tuple[int, int] = (0, 0),
+    *,
+    aborted_mid_reply: bool = False,
 ) -> None:
     """Ink's closing line: ``— <model> · <turns> turns · in <n> / out <m> tokens``, plus why it stopped.
 
     ``without_usage`` is ``(replies with no usage report, replies)`` (replies_without_usage).
+    ``aborted_mid_reply``: the abort came while a reply was streaming; that reply is
+    counted and named (its tokens are never reported: the stream ended without usage).
     """
     usage = result["usage"]
     unreported, replies = without_usage
-    line = f"— {model} · {result['turns']} turns · "
+    turns = result["turns"] + (1 if aborted_mid_reply and result["stopReason"] == "aborted" else 0)
+    line = f"— {model} · {plural(turns, 'turn')} · "
     if replies and unreported == replies:
         line += "usage not reported by the server"  # beyond printRunStats: no invented zeros
     else:
@@ -172,7 +185,9 @@ def print_run_stats(
             line += f" (+{usage['cacheReadTokens']} cached)"
         if unreported:
             line += f" (usage not reported for {unreported} of {replies} replies)"
-    if result["stopReason"] == "aborted":
+    if result["stopReason"] == "aborted" and turns > result["turns"]:  # beyond §4.2: name the cut-off reply
+        line += f" (aborted during turn {turns}: that reply was not kept)"
+    elif result["stopReason"] == "aborted":
         line += " (aborted)"
     elif result["stopReason"] == "max_iterations":
         line += f" (stopped: reached max turns ({max_turns}))"
@@ -191,9 +206,13 @@ class Display:
         self.open_line: IO[str] | None = None  # the stream whose last line is unfinished, if any
         self.in_thinking = False
         self.reply_shown = False  # did the current reply show anything yet?
+        self.mid_reply = False  # a reply has begun streaming and has not ended yet
+        self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name)
+        self.shown_call = ""  # the call whose arguments the open line is showing
 
     def show(self, event: AgentEvent) -> None:
         kind = event["type"]
+        self.mid_reply = kind in ("text_delta", "thinking_delta", "tool_call_start", "tool_call_delta")
         if kind in ("text_delta", "thinking_delta", "tool_call_start"):
             self.reply_shown = True
         if kind == "text_delta":
@@ -206,14 +225,22 @@ class Display:
             self.write(self.err, event["text"], "2;3")
         elif kind == "tool_call_start":
             self.end_line()
+            self.calls[event["id"]] = (len(self.calls) + 1, event["name"])
+            self.shown_call = event["id"]
             if self.policy == "filtered":  # second article §五: announce, do not show raw JSON
                 self.write(self.err, f"  … preparing a {event['name'] or 'tool'} call", "2")
             else:
-                self.write(self.err, f"  ↳ {event['name']} ", "2")
+                self.write(self.err, f"  ↳ {self.call_label(event['id'])} ", "2")
         elif kind == "tool_call_delta" and self.policy != "filtered":
+            if event["id"] != self.shown_call and event["id"] in self.calls:
+                # beyond §2.2: fragments of calls interleave; each switch gets its own, numbered line
+                self.end_line()
+                self.shown_call = event["id"]
+                self.write(self.err, f"  ↳ {self.call_label(event['id'])} …", "2")
             self.write(self.err, event["jsonDelta"], "2")
         elif kind == "message_end":
             self.end_line()
+            self.calls, self.shown_call = {}, ""
             if not self.reply_shown:  # beyond §2: a 200 reply with nothing in it is not an answer
                 self.write(self.err, f"notice: {EMPTY_REPLY_NOTICE}\n", "33")
             self.reply_shown = False
@@ -227,6 +254,11 @@ class Display:
                 self.write(self.err, f"← {result['toolName']} error: {first_line(result['content'], 120)}\n", "31")
             else:
                 self.write(self.err, f"← {result['toolName']} ok · {human_size(result['content'])}\n", "32")
+
+    def call_label(self, call_id: str) -> str:
+        """``read``, or ``read #2`` once a reply has more than one call."""
+        number, name = self.calls[call_id]
+        return f"{name} #{number}" if len(self.calls) > 1 else name
 
     def write(self, stream: IO[str], text: str, colour_code: str = "") -> None:
         if not text:
@@ -298,6 +330,14 @@ def terminal_safe(text: str) -> str:
 
 def paint(text: str, code: str, colour: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if colour and text else text
+
+
+def plural(count: int, noun: str) -> str:
+    """
+    >>> plural(1, "turn"), plural(2, "turn"), plural(0, "turn")
+    ('1 turn', '2 turns', '0 turns')
+    """
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def shorten(text: str, limit: int) -> str:

@@ -217,7 +217,7 @@ def test_a_password_in_the_base_url_is_never_printed(ink: Any, workspace: Path) 
     provider = ink.openai_completions.OpenAICompletionsProvider(url, KEY)
     assert "hunter2pass" not in repr(provider) and "alice:***@" in repr(provider)
     result = run_measured([*INK_PY, "--base-url", url, "--model", "m", "--workspace", str(workspace)], timeout=60)
-    assert result.code == 1 and "could not reach" in one_error_line(result.err)
+    assert result.code == 1 and "could not connect to http://alice:***@127.0.0.1" in one_error_line(result.err)
     assert "hunter2pass" not in result.err + result.out
 
 

@@ -397,3 +397,47 @@ def test_serve_model_reports_a_busy_port_and_an_unknown_scenario(capsys: pytest.
         err = capsys.readouterr().err
         assert exit_info.value.code == 1 and err.startswith("error: ") and err.count("\n") == 1
         assert all(word in err for word in words) and "Traceback" not in err
+
+
+# ── a conversation: the script reads the history, as a real model would ────────────────
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "README.md"}'}}
+DEMO_README = "# Demo\n\n```sh\npip install -e .\nmake run\n```\n"
+READ_README = [
+    {"role": "user", "content": "读取 README.md"},
+    {"role": "assistant", "content": "我先读一下 README.md。", "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "c1", "content": DEMO_README},
+    {"role": "assistant", "content": "README.md 的标题是「Demo」。"},
+]
+CUT = [{"role": "user", "content": "项目怎样启动?"}, {"role": "assistant", "content": "项目这样启动:先安装依赖,再运行"}]
+
+
+@pytest.mark.parametrize(
+    "scenario, messages, reads, words",
+    [
+        ("readme", [*READ_README, {"role": "user", "content": "第一条命令是什么?"}], None, "pip install -e ."),
+        ("readme", [*READ_README, {"role": "user", "content": "README.md 的标题?"}], None, "它的标题是「Demo」"),
+        ("readme", [*READ_README, {"role": "user", "content": "说说它"}], None, "没有再读一次"),
+        ("readme", [*READ_README, {"role": "user", "content": "读取 setup.cfg"}], "setup.cfg", ""),
+        ("length-text", [*CUT, {"role": "user", "content": "继续"}], "README.md", "停在「…启动:先安装依赖,再运行」"),
+        ("length-text", [*CUT, {"role": "user", "content": "继续"}, *READ_README[1:3]], None, "(接上文「…"),
+        ("abort", [*READ_README, {"role": "user", "content": "标题?"}], None, "Demo"),  # a scenario: first reply only
+        ("slow", [*READ_README, {"role": "user", "content": "标题?"}], None, "Demo"),
+    ],
+)
+def test_later_turns_are_answered_from_the_history(
+    scenario: str, messages: list[dict[str, Any]], reads: str | None, words: str
+) -> None:
+    answer = scripted_model.plan_answer({"messages": messages}, scenario)
+    assert answer["fixture"] is None and not answer["slow"]
+    call = answer["tool_call"]
+    assert (json.loads(call["arguments"])["path"] if call else None) == reads
+    assert words in answer["text"]
+
+
+def test_continue_resumes_exactly_where_a_known_answer_stopped() -> None:
+    whole = scripted_model.summarise_file("README.md", DEMO_README)
+    cut_at = len(whole) // 2
+    messages = [*READ_README[:3], {"role": "assistant", "content": whole[:cut_at]}, {"role": "user", "content": "继续"}]
+    answer = scripted_model.plan_answer({"messages": messages})
+    assert answer["tool_call"] is None and whole[:cut_at] + answer["text"] == whole

@@ -340,7 +340,7 @@ def test_an_unreachable_model_is_an_error_event_not_a_hang(relay_for, monkeypatc
         server = relay_for(f"http://127.0.0.1:{port}/v1")
         _, events = read_all(open_stream(server, "你好"))
     assert [event["event"] for event in events] == ["error"]
-    assert "could not reach the model server" in events[0]["data"]["message"]
+    assert "is the server running? (connection refused" in events[0]["data"]["message"]
 
 
 # ── the command ─────────────────────────────────────────────────────────────────────────
@@ -408,3 +408,83 @@ def test_ink_py_serve_prints_its_url_first_and_ctrl_c_ends_it_quietly(workspace:
         process.wait()
     assert process.returncode == 0
     assert "Traceback" not in err and "built-in scripted model" in err
+
+
+# ── a conversation: ?session=ID carries the history ─────────────────────────────────────
+
+
+def ask_in(server: RelayServer, query: str, session: str | None) -> list[dict[str, Any]]:
+    params = {"query": query, **({"session": session} if session else {})}
+    response = requests.get(f"{server.url}chat/stream", params=params, stream=True, timeout=WAIT_SECONDS)
+    assert response.status_code == 200, response.text
+    return read_all(response)[1]
+
+
+def test_a_session_continues_the_conversation_and_another_starts_afresh(relay: RelayServer, scripted_model) -> None:
+    first = ask_in(relay, README_QUESTION, "session-one")
+    assert named(first, "done")[0]["messages"] == 4  # user, assistant (read), toolResult, assistant
+    follow_up = ask_in(relay, "它的标题是什么?", "session-one")
+    assert "没有再读一次" in streamed_text(follow_up) and not named(follow_up, "tool_start")
+    assert named(follow_up, "done")[0]["messages"] == 6
+    fresh = ask_in(relay, "它的标题是什么?", "session-two")  # 新对话: nothing read yet, so it reads
+    assert named(fresh, "tool_start") and "没有再读一次" not in streamed_text(fresh)
+    alone = ask_in(relay, "它的标题是什么?", None)  # no session: one question per stream, as before
+    assert named(alone, "tool_start") and named(alone, "done")[0]["messages"] == 4
+    assert len(relay.sessions["session-one"]) == 6 and "session-two" in relay.sessions
+
+
+def test_an_aborted_reply_leaves_nothing_partial_in_the_session(relay_for, workspace) -> None:
+    with start_model_server(port=0, scenario="slow", delay=0) as model:
+        server = relay_for(model.base_url)
+        response = requests.get(
+            f"{server.url}chat/stream", params={"query": "慢慢说", "session": "session-abort"}, stream=True, timeout=10
+        )
+        next(response.iter_content(chunk_size=None))  # the stream has begun
+        response.close()  # the browser leaves mid-answer
+        wait_until(lambda: server.runs, "the aborted run's record")
+    assert server.runs[0]["stopReason"] == "aborted"
+    assert server.sessions["session-abort"] == [{"role": "user", "content": "慢慢说"}]  # §4.2
+
+
+@pytest.mark.parametrize(
+    "session, status, words",
+    [("short", 400, "session must be 8 to 64"), ("x" * 65, 400, "8 to 64"), ("bad id!!", 400, "letters, digits")],
+)
+def test_a_malformed_session_is_refused(relay: RelayServer, session: str, status: int, words: str) -> None:
+    response = requests.get(f"{relay.url}chat/stream", params={"query": "hi", "session": session}, timeout=WAIT_SECONDS)
+    assert response.status_code == status and words in response.json()["error"]
+
+
+def test_one_session_answers_one_question_at_a_time(relay_for) -> None:
+    with start_model_server(port=0, scenario="slow", delay=0) as model:
+        server = relay_for(model.base_url)
+        params = {"query": "慢慢说", "session": "session-busy"}
+        first = requests.get(f"{server.url}chat/stream", params=params, stream=True, timeout=10)
+        next(first.iter_content(chunk_size=None))
+        second = requests.get(f"{server.url}chat/stream", params=params, timeout=10)
+        assert second.status_code == 409 and "still answering" in second.json()["error"]
+        first.close()
+
+
+def test_sessions_are_bounded(relay: RelayServer, monkeypatch) -> None:
+    monkeypatch.setattr("ink_py.second_article.relay.SESSIONS_KEPT", 2)
+    for name in ("session-a1", "session-b2", "session-c3"):
+        ask_in(relay, "你好", name)
+    assert list(relay.sessions) == ["session-b2", "session-c3"]  # the least recently used went first
+    monkeypatch.setattr("ink_py.second_article.relay.MAX_SESSION_CHARS", 10)
+    response = requests.get(
+        f"{relay.url}chat/stream", params={"query": "再问", "session": "session-c3"}, timeout=WAIT_SECONDS
+    )
+    assert response.status_code == 413 and "新对话" in response.json()["error"]
+
+
+def test_done_says_why_a_run_was_aborted(relay_for) -> None:
+    with start_model_server(port=0, scenario="slow", delay=0) as model:
+        server = relay_for(model.base_url)
+        response = open_stream(server, "慢慢说")
+        reads = response.iter_content(chunk_size=None)
+        first = next(reads)
+        server.close()  # the server stops while the browser is still reading
+        rest = b"".join(reads)
+    events = list(parse_sse([first, rest]))
+    assert named(events, "done")[0]["abortReason"] == "the server is shutting down"

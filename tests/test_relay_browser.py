@@ -34,6 +34,7 @@ if CHROMIUM is None or CHROMEDRIVER is None:
                 allow_module_level=True)  # fmt: skip
 
 README = "# demo\n\nA tiny project.\n\n```sh\npip install -e .\ndemo --help\n```\n"
+HOSTILE = "# <b>bold</b>\n\n```sh\n<img src=x onerror=alert(1)>\necho `id`\n```\n"  # HTML and backticks in a file
 WAIT_SECONDS = 20.0  # an upper bound on waiting for the page, never a speed check
 CHROMIUM_FLAGS = [  # what headless Chromium needs on a CI machine running as root, with no network
     "--headless",
@@ -123,11 +124,14 @@ def test_a_server_error_event_shows_its_message_and_does_not_reconnect(browser, 
             browser.get(relay.url)
             browser.find_element(By.ID, "send").click()
             wait_for(browser, lambda: "出错" in text_of(browser, "status"), "the error event")
-            assert "could not reach the model server" in text_of(browser, "status")
+            # Chinese for the reader, the server's own words after it for the search engine
+            assert text_of(browser, "status").startswith(
+                f"状态：出错：连不上模型服务器,它在运行吗? — could not connect to {dead_model}/chat/completions"
+            )
             assert browser.find_element(By.ID, "send").is_enabled()
             assert browser.execute_script("return es") is None  # closed in onerror: it never reconnects
             wait_for(browser, lambda: relay.runs, "the run's record")
-            assert [run["error"][:33] for run in relay.runs] == ["could not reach the model server "]
+            assert [run["error"][:20] for run in relay.runs] == ["could not connect to"]
         finally:
             relay.close()
 
@@ -148,3 +152,94 @@ def test_leaving_the_page_mid_answer_aborts_the_run(browser, relay_on) -> None:
     while not relay.runs and time.monotonic() < deadline:
         time.sleep(0.02)
     assert list(relay.runs) == [{"query": "讲一段慢慢的回答", "stopReason": "aborted"}]
+
+
+def ask(browser: Any, question: str) -> None:
+    query = browser.find_element(By.ID, "query")
+    query.clear()
+    query.send_keys(question)
+    browser.find_element(By.ID, "send").click()
+
+
+def wait_done(browser: Any) -> None:
+    wait_for(browser, lambda: text_of(browser, "status").startswith("状态：完成"), "the done event")
+
+
+def test_the_page_keeps_a_conversation_and_new_conversation_starts_over(browser, relay_on) -> None:
+    relay = relay_on("readme")
+    browser.get(relay.url)
+    ask(browser, "读取 README.md")
+    wait_done(browser)
+    ask(browser, "它的标题是什么?")  # the session id makes the server answer after the first turn
+    wait_done(browser)
+    assert "没有再读一次" in text_of(browser, "output")
+    assert browser.find_elements(By.CSS_SELECTOR, "#tools li") == []  # answered from the history
+    [earlier] = browser.find_elements(By.CSS_SELECTOR, "#earlier .turn")
+    assert earlier.text.startswith("问:读取 README.md") and "README.md 的标题是「demo」" in earlier.text
+    assert text_of(browser, "question") == "问:它的标题是什么?"
+    [session] = list(relay.sessions)
+    assert len(relay.sessions[session]) == 6
+
+    browser.find_element(By.ID, "new").click()
+    assert text_of(browser, "earlier") == "" and text_of(browser, "output") == ""
+    ask(browser, "它的标题是什么?")
+    wait_done(browser)
+    assert "没有再读一次" not in text_of(browser, "output")  # a new session: nothing read yet
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#tools li")) == 1
+    assert len(relay.sessions) == 2
+
+
+def test_code_fences_render_as_code_blocks_and_stay_text(browser, relay_on, tmp_path) -> None:
+    (tmp_path / "HOSTILE.md").write_text(HOSTILE, encoding="utf-8")
+    relay = relay_on("readme")
+    browser.get(relay.url)
+    ask(browser, "读取 HOSTILE.md")
+    wait_done(browser)
+    [block] = browser.find_elements(By.CSS_SELECTOR, "#output pre > code")
+    assert block.text == "<img src=x onerror=alert(1)>\necho `id`"  # a code block, its text as written
+    assert browser.find_elements(By.CSS_SELECTOR, "#output img, #output b") == []  # never parsed as HTML
+    assert "```" not in text_of(browser, "output")
+    assert "「<b>bold</b>」" in text_of(browser, "output")
+    family = browser.execute_script("return getComputedStyle(arguments[0]).fontFamily", block)
+    assert "mono" in family.lower()
+
+
+def test_inline_code_becomes_a_code_element(browser, relay_on) -> None:
+    relay = relay_on("readme")
+    browser.get(relay.url)
+    browser.execute_script("renderAnswer(outputEl, [{kind: 'text', text: 'run `make test` <i>now</i>'}])")
+    assert [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#output code")] == ["make test"]
+    assert text_of(browser, "output") == "run make test <i>now</i>"
+
+
+def test_after_an_error_no_tool_line_stays_in_progress_and_the_error_is_chinese(browser, relay_on) -> None:
+    relay = relay_on("missing-finish")  # a read call starts, then the stream ends without finish_reason
+    browser.get(relay.url)
+    browser.find_element(By.ID, "send").click()
+    wait_for(browser, lambda: "出错" in text_of(browser, "status"), "the error event")
+    assert text_of(browser, "status").startswith("状态：出错：回答的流没有结束原因就断了,回答可能不完整 — stream ended")
+    [line] = browser.find_elements(By.CSS_SELECTOR, "#tools li")
+    assert line.get_attribute("class") == "error" and line.text == "✗ read · 未完成(出错)"
+
+
+def test_a_server_shutting_down_is_not_blamed_on_the_user(browser, relay_on) -> None:
+    relay = relay_on("slow")
+    browser.get(relay.url)
+    ask(browser, "讲一段慢慢的回答")
+    wait_for(browser, lambda: len(text_of(browser, "output")) >= 4, "the first words")
+    relay.close()  # Ctrl-C on ink-py serve: every run in flight is aborted
+    wait_for(browser, lambda: "中止" in text_of(browser, "status"), "the done event")
+    assert text_of(browser, "status").startswith("状态：服务器正在关闭,这次回答被它中止")
+
+
+def test_long_error_text_wraps_without_breaking_words(browser, relay_on) -> None:
+    relay = relay_on("readme")
+    browser.get(relay.url)
+    for selector in ("#status", "#tools"):
+        element = browser.find_element(By.CSS_SELECTOR, selector)
+        style = browser.execute_script(
+            "const s = getComputedStyle(arguments[0].tagName === 'UL' ? arguments[0].appendChild("
+            "document.createElement('li')) : arguments[0]); return [s.wordBreak, s.overflowWrap]",
+            element,
+        )
+        assert style == ["normal", "anywhere"]  # words wrap whole; only an over-long one is split

@@ -53,7 +53,7 @@ def test_a_reply_with_content_gets_no_empty_notice(workspace):
             {"inputTokens": 220, "outputTokens": 17, "cacheReadTokens": 0},
             None,
         ),
-        ([text_reply("ok")], "· 1 turns · usage not reported by the server", None, None),
+        ([text_reply("ok")], "· 1 turn · usage not reported by the server", None, None),
         (
             [tool_reply(READ_CALL), text_reply("ok")],  # tool_reply reports usage, text_reply does not
             "· 2 turns · in 100 / out 10 tokens (usage not reported for 1 of 2 replies)",

@@ -117,7 +117,7 @@ def test_a_retry_after_beyond_the_limit_fails_at_once(ink, sleeps):
             404,
             b'{"error": {"message": "The model `gpt-9` does not exist"}}',
             "API error 404: The model `gpt-9` does not exist"
-            " — check the model name (--model) and the base URL (--base-url)",
+            " — check the model name (--model) and the base URL (--base-url); tried POST {url}",
         ),
         (400, b'{"detail": "messages: field required"}', "API error 400: messages: field required"),
         (422, b"plain text complaint", "API error 422: plain text complaint"),
@@ -126,7 +126,7 @@ def test_a_retry_after_beyond_the_limit_fails_at_once(ink, sleeps):
 def test_client_errors_are_not_retried_and_never_show_the_key(ink, sleeps, status, body, expected):
     with FakeModelServer([Reply(status, parts=[body], framing="length")]) as server:
         events, error = collect(ink, provider(ink, server).stream(REQUEST))
-    assert events == [] and error == expected
+    assert events == [] and error == expected.replace("{url}", f"{server.base_url}/chat/completions")
     assert API_KEY not in error
     assert len(server.requests) == 1 and sleeps == []
 
@@ -137,7 +137,8 @@ def test_connection_refused_is_retried_then_reported(ink, sleeps):
     dead = ink.openai_completions.OpenAICompletionsProvider(url, API_KEY)  # the port is closed now
     events, error = collect(ink, dead.stream(REQUEST))
     assert events == []
-    assert error.startswith(f"could not reach the model server at {url}/chat/completions after 3 attempts")
+    refused = "is the server running? (connection refused, 3 attempts)"
+    assert error == f"could not connect to {url}/chat/completions — {refused}"
     assert len(sleeps) == 2
     assert API_KEY not in error and API_KEY not in repr(dead)
 

@@ -334,6 +334,7 @@ def post_json_with_retry(
             if signal.aborted:
                 return None
             problem = _redact(str(err), api_key)
+            refused = connect_failure(err)
             delay = backoff_seconds(attempt)
         else:
             if response is None:
@@ -343,15 +344,20 @@ def post_json_with_retry(
                 return response
             retry_after = retry_after_seconds(response.headers)
             if not is_retryable_status(response.status_code) or attempt == MAX_ATTEMPTS:
-                raise api_error(response, api_key, key_env=key_env)
+                raise api_error(response, api_key, key_env=key_env, url=url)
             if retry_after is not None and retry_after > RETRY_AFTER_MAX_SECONDS:
                 note = f" (the server asked to retry after {retry_after:.0f} s)"
-                raise api_error(response, api_key, note, key_env=key_env)
+                raise api_error(response, api_key, note, key_env=key_env, url=url)
             response.close()  # drop the error body so the connection is released
-            problem = f"HTTP {response.status_code}"
+            problem, refused = f"HTTP {response.status_code}", ""
             delay = retry_after if retry_after is not None else backoff_seconds(attempt)
         if attempt < MAX_ATTEMPTS:
             wait(delay)
+    if refused:  # beyond part 01: the usual first-contact mistake, said plainly
+        where = display_url(url)
+        raise ProviderError(
+            f"could not connect to {where} — is the server running? ({refused}, {MAX_ATTEMPTS} attempts)"
+        )
     raise ProviderError(
         f"could not reach the model server at {display_url(url)} after {MAX_ATTEMPTS} attempts: {problem}"
     )
@@ -422,6 +428,20 @@ def display_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
+def connect_failure(err: BaseException) -> str:
+    """Why no connection was made ("connection refused", …), or "" for a failure after connecting."""
+    if isinstance(err, requests.ConnectTimeout):
+        return "connection timed out"
+    if not isinstance(err, requests.ConnectionError):
+        return ""
+    reason = getattr(err.args[0] if err.args else None, "reason", None)  # requests wraps urllib3's MaxRetryError
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        return "host name not found"
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        return "connection refused" if isinstance(reason.__cause__, ConnectionRefusedError) else "no connection"
+    return ""
+
+
 def is_retryable_status(status: int) -> bool:
     """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed on a retry."""
     return status in (408, 409, 429) or 500 <= status <= 599
@@ -457,7 +477,11 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 
 def api_error(
-    response: requests.Response, api_key: str | None = None, note: str = "", key_env: str = "OPENAI_API_KEY"
+    response: requests.Response,
+    api_key: str | None = None,
+    note: str = "",
+    key_env: str = "OPENAI_API_KEY",
+    url: str = "",
 ) -> ProviderError:
     """``API error 401: Incorrect API key provided — check …``, the key itself never shown."""
     status = response.status_code
@@ -471,9 +495,21 @@ def api_error(
     message = server_message(_json_or_text(text)) or response.reason or "no message"
     hint = {
         401: f" — check the API key (--api-key or {key_env})",
-        404: " — check the model name (--model) and the base URL (--base-url)",
+        404: " — check the model name (--model) and the base URL (--base-url)" + not_found_hint(url),
     }.get(status, "")
     return ProviderError(_redact(f"API error {status}: {message}{hint}{note}", api_key))
+
+
+def not_found_hint(url: str) -> str:
+    """What a 404 tried, and the usual fix: most servers serve the API under ``/v1``.
+
+    >>> not_found_hint("http://127.0.0.1:11434/chat/completions")
+    '; tried POST http://127.0.0.1:11434/chat/completions — most servers want the base URL to end in /v1'
+    """
+    if not url:
+        return ""
+    hint = "" if "/v1" in url else " — most servers want the base URL to end in /v1"
+    return f"; tried POST {display_url(url)}{hint}"
 
 
 def server_message(payload: Any) -> str:

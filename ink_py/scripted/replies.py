@@ -67,6 +67,7 @@ SLOW_TEXT = (
 _FILE_NAME = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]*(?![\w/-])", re.ASCII)
 _HEADING = re.compile(r" {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})\s*([^\s`]*)")
+_CONTINUE = re.compile(r"(?:请)?(?:继续|接着说|接着|go on|continue)[。.!！]?", re.IGNORECASE)
 _NUMBERED = re.compile(r"\s*\d+(?:→|\t|\|)")  # "  12→text", "12\ttext": a read tool's line numbers
 
 
@@ -122,13 +123,24 @@ def plan_answer(body: dict[str, Any], scenario: str = DEFAULT_SCENARIO) -> Answe
             if not has_read_tool(body):
                 return _text(help_text("请求声明了工具,但其中没有 read。"))
             return _read_call(f"刚才的调用没能执行,我重新读取 {path}。", path, call_id)
-        return _text(summarise_results(messages, results))
+        cut = cut_answer(messages)
+        prefix = f"(接上文「…{cut[-12:]}」)\n\n" if cut else ""  # this read finishes a cut answer
+        return _text(prefix + summarise_results(messages, results))
     if messages[-1].get("role") != "user":
         return _text(help_text("最后一条消息既不是用户的提问,也不是工具结果。"))
-    if scenario in SCENARIOS and scenario != DEFAULT_SCENARIO:
+    if any(m.get("role") == "assistant" for m in messages):  # a conversation: answer from its history
+        follow_up = answer_follow_up(messages)
+        if follow_up is not None:
+            return _text(follow_up)
+        cut = cut_answer(messages)
+        if cut and has_read_tool(body):
+            return _read_call(
+                f"接着上一条被截断的回答(它停在「…{cut[-12:]}」)。先读一下 {path},把命令说准。", path, call_id
+            )
+    elif scenario in SCENARIOS and scenario != DEFAULT_SCENARIO:  # a scenario is the first reply only
         fixture = SCENARIOS[scenario]["fixture"]
         return {"text": "", "tool_call": None, "fixture": fixture, "hold": scenario == "abort", "slow": False}
-    if scenario == SLOW_SCENARIO:
+    elif scenario == SLOW_SCENARIO:
         return {**_text(SLOW_TEXT), "slow": True}
     if not has_read_tool(body):
         return _text(help_text("请求声明了工具,但其中没有 read。"))
@@ -187,6 +199,88 @@ def requested_file(messages: list[dict[str, Any]]) -> str:
             match = _FILE_NAME.search(message_text(message.get("content")))
             return match.group(0) if match else DEFAULT_FILE
     return DEFAULT_FILE
+
+
+def named_file(text: str) -> str | None:
+    """The first path with an extension in ``text``, or None."""
+    match = _FILE_NAME.search(text)
+    return match.group(0) if match else None
+
+
+def latest_user_text(messages: list[dict[str, Any]]) -> str:
+    return next((message_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+def is_continue_request(text: str) -> bool:
+    """ "继续", "接着说", "continue" …: the user asks for the rest of a cut answer.
+
+    >>> is_continue_request("继续"), is_continue_request("Continue."), is_continue_request("继续读取 setup.cfg")
+    (True, True, False)
+    """
+    return bool(_CONTINUE.fullmatch(text.strip()))
+
+
+def cut_answer(messages: list[dict[str, Any]]) -> str:
+    """The answer a "继续" asks to finish: the text of the last assistant reply before it, if any.
+
+    (The wire carries no finish_reason back, so like a real model the script reads the history:
+    the user asked to continue, and this is where the conversation stopped.)
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    if last_user < 0 or not is_continue_request(message_text(messages[last_user].get("content"))):
+        return ""
+    for message in reversed(messages[:last_user]):
+        if message.get("role") == "assistant" and message_text(message.get("content")).strip():
+            return message_text(message.get("content")).strip()
+    return ""
+
+
+def files_read(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """path → content of every successful read in the conversation, the latest last."""
+    paths: dict[str, str] = {}  # tool_call_id → path
+    found: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []:
+            try:
+                paths[str(call["id"])] = str(json.loads(call["function"]["arguments"])["path"])
+            except (KeyError, TypeError, ValueError):
+                pass
+        if message.get("role") == "tool" and str(message.get("tool_call_id")) in paths:
+            content = message_text(message.get("content"))
+            if not content.startswith("Error"):
+                path = paths[str(message.get("tool_call_id"))]
+                found.pop(path, None)  # re-inserted: the latest read comes last
+                found[path] = content
+    return found
+
+
+def answer_follow_up(messages: list[dict[str, Any]]) -> str | None:
+    """A later question about a file already in the history: answered from it, not read again.
+
+    "继续" after a cut answer gets the rest of it when the history holds the file it came from.
+    """
+    question = latest_user_text(messages)
+    known = files_read(messages)
+    cut = cut_answer(messages)
+    if cut:
+        for path, content in known.items():
+            whole = summarise_file(path, content)
+            if whole.startswith(cut) and len(whole) > len(cut):
+                return whole[len(cut) :]  # exactly where it stopped
+        return None
+    path = named_file(question) or (next(reversed(known)) if known else None)
+    if path is None or path not in known:
+        return None  # a new file (or none read yet): read it
+    lines = strip_line_numbers(known[path].splitlines())
+    note = f"{path} 刚才已经读过,这个回答来自对话里那次读取的结果,没有再读一次。"
+    commands = file_commands(lines)
+    if re.search(r"第一|first", question, re.IGNORECASE) and commands:
+        return f"{note}它给出的第一条命令是:\n\n```sh\n{commands[0]}\n```"
+    if re.search(r"标题|title", question, re.IGNORECASE):
+        return f"{note}它的标题是「{file_title(lines)}」。"
+    if re.search(r"几条|多少|how many", question, re.IGNORECASE):
+        return f"{note}它给出了 {len(commands)} 条命令(最多数到 {MAX_COMMANDS} 条)。"
+    return f"{note}\n\n{summarise_file(path, known[path])}"
 
 
 def latest_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

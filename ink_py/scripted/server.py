@@ -54,7 +54,8 @@ from .replies import (
 )
 
 DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arrive
-HOLD_SECONDS = 60.0  # the abort scenario stays silent this long unless the client leaves
+REPLY_SECONDS = 1.5  # ... but a long reply's pauses add up to at most this (None: no cap)
+HOLD_COMMENT_SECONDS = 10.0  # the abort scenario's silence: an SSE comment this often, so no read times out
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 DIALECT_PATHS = {  # the same script in the two other dialects (scripted/dialects.py)
     "/v1/messages": MESSAGES, "/messages": MESSAGES, "/v1/responses": RESPONSES, "/responses": RESPONSES,
@@ -94,14 +95,19 @@ class ModelServer:
 
 
 def start_model_server(
-    host: str = "127.0.0.1", port: int = 0, scenario: str = DEFAULT_SCENARIO, delay: float = DEFAULT_DELAY
+    host: str = "127.0.0.1",
+    port: int = 0,
+    scenario: str = DEFAULT_SCENARIO,
+    delay: float = DEFAULT_DELAY,
+    reply_seconds: float | None = None,
 ) -> ModelServer:
     """Serve on a daemon thread and return at once. Raises ValueError for an unknown scenario,
-    OSError when the port cannot be bound."""
+    OSError when the port cannot be bound. ``delay``: seconds between writes; ``reply_seconds``:
+    if set, a longer reply's pauses shrink so that they add up to this."""
     if scenario not in scenario_names():
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(scenario_names())}")
     httpd = _Server((host, port), _Handler)
-    httpd.scenario, httpd.delay = scenario, delay
+    httpd.scenario, httpd.delay, httpd.reply_seconds = scenario, delay, reply_seconds
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="ink-scripted-model", daemon=True)
     start_thread(thread)  # Ctrl-C must reach the main thread, never this one
     return ModelServer(httpd, thread)
@@ -115,6 +121,7 @@ class _Server(BoundedServer):
         super().__init__(address, handler)
         self.scenario = DEFAULT_SCENARIO
         self.delay = DEFAULT_DELAY
+        self.reply_seconds: float | None = None
         self.received: list[Any] = []
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
@@ -202,7 +209,7 @@ class _Handler(BoundedHandler):
         if not streaming:
             self.wfile.write(b"".join(reply["writes"]))
             return
-        pause = self.server.delay if reply["pause"] is None else reply["pause"]
+        pause = pace(reply, self.server.delay, self.server.reply_seconds)
         try:
             for number, piece in enumerate(reply["writes"]):
                 if number and pause > 0 and self.server.stopping.wait(pause):
@@ -217,9 +224,17 @@ class _Handler(BoundedHandler):
             self.close_connection = True  # the client hung up mid-reply: nothing to say to it
 
     def _hold(self) -> bool:
-        """Stay silent like a stalled model; False as soon as the client disconnects."""
-        deadline = time.monotonic() + HOLD_SECONDS
-        while time.monotonic() < deadline and not self.server.stopping.is_set():
+        """Stay silent like a stalled model until the client leaves (then False) or the server closes.
+
+        Silent to the parser, that is: an SSE comment now and then keeps any read timeout away,
+        so the only way out is the one §4.2 teaches — the user aborts.
+        """
+        last_comment = time.monotonic()
+        while not self.server.stopping.is_set():
+            if time.monotonic() - last_comment >= HOLD_COMMENT_SECONDS:
+                comment = b": the abort scenario waits for the client to abort\n\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(comment), comment))
+                last_comment = time.monotonic()
             readable, _, _ = select.select([self.connection], [], [], 0.1)
             if not readable:
                 continue
@@ -230,6 +245,20 @@ class _Handler(BoundedHandler):
                 return False
             self.server.stopping.wait(0.1)  # the client sent bytes early; keep waiting, don't spin
         return not self.server.stopping.is_set()
+
+
+def pace(reply: Reply, delay: float, reply_seconds: float | None) -> float:
+    """Seconds between this reply's writes: its own pause, or ``delay`` capped by ``reply_seconds``.
+
+    >>> reply = {"status": 200, "content_type": SSE_TYPE, "writes": [b"x"] * 1001, "pause": None, "hold": False}
+    >>> pace(reply, 0.02, None), pace(reply, 0.02, 1.5), pace({**reply, "writes": [b"x"] * 10}, 0.02, 1.5)
+    (0.02, 0.0015, 0.02)
+    """
+    if reply["pause"] is not None:
+        return reply["pause"]  # the slow scenario keeps its own pace
+    if reply_seconds is None or len(reply["writes"]) < 2:
+        return delay
+    return min(delay, reply_seconds / (len(reply["writes"]) - 1))
 
 
 def _model_entry(model_id: str) -> dict[str, Any]:
@@ -263,10 +292,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         print(server.base_url, flush=True)  # the first line: scripts read the URL from here
+        print(f"try: ink-py --base-url {server.base_url} --model {MODEL_ID}", flush=True)  # a command that works
         print(
-            f"try: ink-py --base-url {server.base_url}   or:   curl -N {server.base_url}/chat/completions "
-            """-d '{"stream": true, "messages": [{"role": "user", "content": "read README.md"}]}'   """
-            "(Ctrl-C stops)",
+            f"or:  curl -N {server.base_url}/chat/completions "
+            """-d '{"stream": true, "messages": [{"role": "user", "content": "read README.md"}]}'   (Ctrl-C stops)""",
             flush=True,
         )
         while True:

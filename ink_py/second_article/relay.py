@@ -10,6 +10,7 @@ Two routes on a stdlib ``ThreadingHTTPServer`` (one thread per browser connectio
 
     GET /                       page.html — one EventSource, a send button, the answer as it arrives
     GET /chat/stream?query=…    runs the agent once and streams its events as SSE
+                 …&session=ID   the same, continuing that conversation (the page sends one; 新对话 makes a new ID)
 
 The article's NestJS controller (§二) wraps LangChain's AsyncIterable in an RxJS Observable
 so that a closed browser tab unsubscribes and stops the generation. Here the same duties
@@ -33,7 +34,8 @@ The events, JSON on one ``data:`` line, a blank line after each::
     event: tool_start      {"id": "call_1", "name": "read", "args": {"path": "README.md"}}
     event: tool_end        {"id": "call_1", "name": "read", "ok": true, "size": 1934}
                            {"id": …, "name": …, "ok": false, "size": 41, "error": "Error: file not found: x.md"}
-    event: done            {"stopReason": "completed", "turns": 2, "usage": {…}, "truncated": false, "maxTurns": 40}
+    event: done            {"stopReason": "completed", "turns": 2, "usage": {…}, "truncated": false, "maxTurns": 40,
+                            "messages": 4, "abortReason": null}     messages: the conversation's length so far
     event: error           {"message": "could not reach the model server at …"}   (then the stream ends)
 
 ``tool_preparing`` is sent once per call; the raw argument fragments are not sent at all —
@@ -60,7 +62,8 @@ as ``ink-py``); ``event: error`` shares its name with EventSource's connection-e
 so the page tells them apart by ``event.data`` (see page.html). Beyond the article: the
 relay listens on 127.0.0.1 unless told otherwise, refuses runs started by other sites
 (``Sec-Fetch-Site``) or reached through a foreign host name (``Host``, DNS rebinding),
-and answers a question over 4000 characters with 413 before any model is asked.
+and answers a question over 4000 characters with 413 before any model is asked. It keeps
+at most 100 conversations (the least recently used goes first), each up to 2 MB.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ import socket
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
@@ -91,6 +94,7 @@ from ..bounded_server import BoundedHandler, BoundedServer
 from ..cli import DEFAULT_SYSTEM, add_endpoint_arguments, create_provider, resolve_endpoint
 from ..core.abort import AbortController, start_thread
 from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS, AgentEvent, run_agent_loop
+from ..core.messages import AgentMessage
 from ..core.tools.read import create_read_tool
 from ..provider.types import LLMProvider, ProviderError
 from ..runner import first_line, terminal_safe
@@ -99,6 +103,9 @@ MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
 KEEP_ALIVE_SECONDS = 5.0  # longest silence on an open stream (well under common 30-60 s proxy timeouts)
 WATCH_SECONDS = 0.2  # how often the watcher looks for a browser that hung up
 RUNS_KEPT = 100  # how many finished runs RelayServer.runs remembers
+SESSIONS_KEPT = 100  # conversations remembered; the least recently used is forgotten first
+MAX_SESSION_CHARS = 2_000_000  # a conversation this long (as JSON) takes no further questions
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 STREAM_PATH = "/chat/stream"
 ProviderFactory = Callable[[], LLMProvider]
 
@@ -170,6 +177,20 @@ def question_from(query_string: str) -> str:
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(413, f"the query is {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")
     return query
+
+
+def session_from(query_string: str) -> str | None:
+    """The optional ``session`` parameter: the conversation to continue; BadRequest if malformed.
+
+    >>> session_from("query=hi"), session_from("query=hi&session=3f2a9c1e-0b7d")
+    (None, '3f2a9c1e-0b7d')
+    """
+    values = parse_qs(query_string, keep_blank_values=True, errors="replace").get("session")
+    if values is None:
+        return None
+    if not _SESSION_ID.fullmatch(values[0]):
+        raise BadRequest(400, "session must be 8 to 64 letters, digits, - or _")
+    return values[0]
 
 
 # ── one browser's stream: writes, keep-alives, hang-up detection ────────────────────────
@@ -287,6 +308,38 @@ class RelayServer(BoundedServer):
         self._active: set[AbortController] = set()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self.sessions: OrderedDict[str, list[AgentMessage]] = OrderedDict()  # session id → its history
+        self._busy: set[str] = set()  # sessions with a run in flight
+
+    @contextmanager
+    def conversation(self, session: str | None) -> Iterator[list[AgentMessage]]:
+        """The history a run continues (appended in place), held for this run alone; BadRequest if busy.
+
+        No session: a history of its own, forgotten afterwards (one question per stream, as before).
+        """
+        if session is None:
+            yield []
+            return
+        with self._lock:
+            if session in self._busy:
+                raise BadRequest(409, "this conversation is still answering its previous question")
+            history = self.sessions.pop(session, [])
+            if len(json.dumps(history, ensure_ascii=False)) > MAX_SESSION_CHARS:
+                self.sessions[session] = history
+                raise BadRequest(413, "this conversation is too long to continue: start a new one (新对话)")
+            self.sessions[session] = history  # most recently used last
+            while len(self.sessions) > SESSIONS_KEPT:
+                self.sessions.popitem(last=False)
+            self._busy.add(session)
+        try:
+            yield history
+        finally:
+            self.release(session)
+
+    def release(self, session: str | None) -> None:
+        """The session's run is over: it may take its next question (before the stream's last byte goes)."""
+        with self._lock:
+            self._busy.discard(session or "")
 
     def start(self) -> RelayServer:
         """Serve on a daemon thread (tests, embedding); ``main`` serves on the main thread instead."""
@@ -356,8 +409,15 @@ def make_relay_server(
     )
 
 
-def run_query(server: RelayServer, query: str, channel: SseChannel, controller: AbortController) -> dict[str, Any]:
-    """Run the agent on ``query``, streaming to ``channel``; end with ``done`` or ``error``."""
+def run_query(
+    server: RelayServer,
+    query: str,
+    channel: SseChannel,
+    controller: AbortController,
+    history: list[AgentMessage] | None = None,
+) -> dict[str, Any]:
+    """Run the agent on ``query`` after ``history``, streaming to ``channel``; end with ``done`` or ``error``."""
+    history = [] if history is None else history
 
     def on_event(event: AgentEvent) -> None:
         fields = sse_fields(event)
@@ -370,7 +430,7 @@ def run_query(server: RelayServer, query: str, channel: SseChannel, controller: 
             model=server.model,
             system=server.system,
             tools=[create_read_tool(server.workspace)],
-            history=[],  # one question per stream: the page keeps no conversation
+            history=history,  # the session's conversation (the loop never appends a partial reply)
             user_message=query,
             max_tokens=server.max_tokens,
             max_turns=server.max_turns,
@@ -386,7 +446,9 @@ def run_query(server: RelayServer, query: str, channel: SseChannel, controller: 
         print(f"ink-py serve: {terminal_safe(message)}", file=sys.stderr)  # the server's words: neutralised
         channel.send("error", {"message": message})
         return {"query": query, "error": message}
-    channel.send("done", {**result, "maxTurns": server.max_turns})
+    reason = controller.signal.reason if result["stopReason"] == "aborted" else None
+    done = {**result, "maxTurns": server.max_turns, "messages": len(history), "abortReason": reason}
+    channel.send("done", done)
     return {"query": query, "stopReason": result["stopReason"]}
 
 
@@ -420,9 +482,13 @@ class _Handler(BoundedHandler):  # beyond the article: timeouts and a bound on c
     def _stream(self, query_string: str) -> None:
         try:
             query = question_from(query_string)
+            session = session_from(query_string)
+            with self.server.conversation(session) as history:
+                self._run(query, history, session)
         except BadRequest as bad:
             self._send_json(bad.status, {"error": str(bad)})
-            return
+
+    def _run(self, query: str, history: list[AgentMessage], session: str | None) -> None:
         self.close_connection = True  # one run per connection
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -437,8 +503,9 @@ class _Handler(BoundedHandler):  # beyond the article: timeouts and a bound on c
         with self.server.tracking(controller):
             channel.start()
             try:
-                outcome = run_query(self.server, query, channel, controller)
+                outcome = run_query(self.server, query, channel, controller, history)
             finally:
+                self.server.release(session)  # the history is settled: a next question may come at once
                 channel.finish()
         self.server.runs.append(outcome)
 
