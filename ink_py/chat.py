@@ -28,12 +28,11 @@ from typing import IO, Any
 import requests
 
 from .arguments import UsageError
-from .cli import build_parser, check_tool_choice, open_endpoint, open_trace, print_error
-from .core.loop import MAX_CONCURRENT_TOOLS
+from .cli import build_parser, check_tool_choice, open_endpoint, open_trace, print_error, prompt_runner
 from .core.messages import AgentMessage
 from .core.tools.read import create_read_tool
 from .provider.types import ProviderError
-from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, human_size, run_prompt, shorten
+from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, human_size, shorten
 
 PROMPT = "› "
 MAX_HISTORY_BYTES = 20 * 1024 * 1024  # a --resume file larger than this is refused, not read
@@ -73,21 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trace = open_trace(args.trace)  # one trace for the whole session: every turn's events and run_end
 
+        run = prompt_runner(args, provider, model, tools, trace)
+
         def turn(message: str) -> int:
-            return run_prompt(
-                provider=provider,
-                model=model,
-                system=args.system,
-                prompt=message,
-                tools=tools,
-                max_turns=args.max_turns,
-                max_tokens=args.max_tokens,
-                max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
-                display=args.display,
-                trace=trace,
-                tool_choice=args.tool_choice,
-                history=history,
-            )
+            return run(prompt=message, history=history)
 
         interactive = sys.stdin.isatty()
         if interactive:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import bdb
+import functools
 import os
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -29,12 +31,13 @@ import requests
 from .arguments import COMMANDS, CliParser, UsageError, positive_int
 from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from .core.tools.read import create_read_tool
+from .core.tools.types import Tool
 from .provider.anthropic_messages import AnthropicMessagesProvider
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.openai_responses import OpenAIResponsesProvider
 from .provider.recording import RECORDING
 from .provider.shared import one_line
-from .provider.types import ProviderError
+from .provider.types import LLMProvider, ProviderError
 from .runner import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TRUNCATED, paint, run_prompt, terminal_safe, wants_colour
 from .scripted.scenarios import SCENARIOS
 
@@ -250,24 +253,31 @@ def run_agent(args: argparse.Namespace) -> int:
     provider, model, server = open_endpoint(args)
     trace = open_trace(args.trace)
     try:
-        return run_prompt(
-            provider=provider,
-            model=model,
-            system=args.system,
-            prompt=args.prompt,
-            tools=tools,
-            max_turns=args.max_turns,
-            max_tokens=args.max_tokens,
-            max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
-            display=args.display,
-            trace=trace,
-            tool_choice=args.tool_choice,
-        )
+        return prompt_runner(args, provider, model, tools, trace)(prompt=args.prompt)
     finally:
         if trace is not None:
             trace.close()
         if server is not None:
             server.close()
+
+
+def prompt_runner(
+    args: argparse.Namespace, provider: LLMProvider, model: str, tools: list[Tool], trace: IO[str] | None
+) -> Callable[..., int]:
+    """``run_prompt`` with the command line's settings filled in; the caller adds ``prompt=`` (and ``history=``)."""
+    return functools.partial(
+        run_prompt,
+        provider=provider,
+        model=model,
+        system=args.system,
+        tools=tools,
+        max_turns=args.max_turns,
+        max_tokens=args.max_tokens,
+        max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+        display=args.display,
+        trace=trace,
+        tool_choice=args.tool_choice,
+    )
 
 
 def open_endpoint(args: argparse.Namespace) -> tuple[OpenAICompletionsProvider, str, ModelServer | None]:
