@@ -64,7 +64,8 @@ def create_read_tool(workspace: str | os.PathLike[str]) -> Tool:
     root = os.path.realpath(workspace)  # the workspace may itself sit behind a symlink (/tmp on macOS)
 
     def execute(args: dict[str, Any], signal: AbortSignal | None) -> ToolOutput:
-        if (signal or NEVER_ABORTED).aborted:
+        signal = signal or NEVER_ABORTED
+        if signal.aborted:
             return _error("the read was cancelled before it started.")
         path = args.get("path")
         if path is not None and not isinstance(path, str):
@@ -93,7 +94,7 @@ def create_read_tool(workspace: str | os.PathLike[str]) -> Tool:
     }
 
 
-def _read(root: str, path: str, offset: int, limit: int | None, signal: AbortSignal | None = None) -> ToolOutput:
+def _read(root: str, path: str, offset: int, limit: int | None, signal: AbortSignal = NEVER_ABORTED) -> ToolOutput:
     # realpath follows every symlink and ".." on the way, so what is checked is where the open lands.
     real = os.path.realpath(os.path.join(root, path))  # an absolute path replaces root here
     if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
@@ -142,7 +143,7 @@ def open_inside(root: str, relative: str) -> int:
         os.close(current)
 
 
-def _read_page(file: BinaryIO, offset: int, limit: int | None, signal: AbortSignal | None) -> ToolOutput:
+def _read_page(file: BinaryIO, offset: int, limit: int | None, signal: AbortSignal) -> ToolOutput:
     """The page at ``offset``: skip to it, take its lines, count the rest — in bounded reads.
 
     Memory stays near READ_CHUNK_BYTES + MAX_BYTES whatever the file's size; the abort signal
@@ -174,7 +175,7 @@ def _read_page(file: BinaryIO, offset: int, limit: int | None, signal: AbortSign
         lines.append(line)
         if used > MAX_BYTES + 1:
             break  # one line past the cap: enough for _page to see the cap was reached
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return _error("the read was cancelled.")
     rest = _skip_lines(file, None, signal)
     if rest is None:
@@ -191,12 +192,12 @@ def _read_page(file: BinaryIO, offset: int, limit: int | None, signal: AbortSign
     return {"output": _page(lines, offset, limit, total), "isError": False}
 
 
-def _skip_lines(file: BinaryIO, count: int | None, signal: AbortSignal | None) -> int | None:
+def _skip_lines(file: BinaryIO, count: int | None, signal: AbortSignal) -> int | None:
     """Read past ``count`` lines (all of them if None) in READ_CHUNK_BYTES reads, leaving the file
     at the start of the next line; how many were passed, or None if the signal aborted."""
     passed, partial = 0, False  # partial: bytes after the last "\n" seen
     while count is None or passed < count:
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             return None
         chunk = file.read(READ_CHUNK_BYTES)
         if not chunk:
@@ -213,10 +214,10 @@ def _skip_lines(file: BinaryIO, count: int | None, signal: AbortSignal | None) -
     return passed
 
 
-def _skip_to_line_end(file: BinaryIO, signal: AbortSignal | None) -> int:
+def _skip_to_line_end(file: BinaryIO, signal: AbortSignal) -> int:
     """Read to the end of the current line; how many bytes it had (its "\n" and "\r" not counted)."""
     size = 0
-    while signal is None or not signal.aborted:
+    while not signal.aborted:
         chunk = file.read(READ_CHUNK_BYTES)
         at = chunk.find(b"\n")
         if at != -1:
