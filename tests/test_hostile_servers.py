@@ -23,6 +23,7 @@ import pytest
 import requests
 
 from ink_py import bounded_server
+from ink_py.course.demo_web import DemoServer
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
@@ -73,15 +74,20 @@ def raw_request(port: int, data: bytes, limit: float = WAIT) -> bytes:
 # ── 12. slowloris, a huge body, the bound on handlers ───────────────────────────────────
 
 
-@pytest.mark.parametrize("which", ["relay", "serve-model"])
+@pytest.mark.parametrize("which", ["relay", "serve-model", "demo --web"])
 def test_slowloris_clients_are_bounded_and_cut_off(
     which: str, workspace: Path, scripted_model: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bounded_server, "HEAD_DEADLINE_SECONDS", 1.0)
     monkeypatch.setattr(bounded_server.BoundedServer, "max_handlers", 20)
     with start_model_server(port=0, delay=0) as model:
-        server: Any = relay_in_front_of(scripted_model.base_url, workspace) if which == "relay" else model
-        port = int(re.search(r":(\d+)/", server.url if which == "relay" else server.base_url + "/").group(1))
+        if which == "relay":
+            server: Any = relay_in_front_of(scripted_model.base_url, workspace)
+        elif which == "demo --web":
+            server = DemoServer({}, {}).start()
+        else:
+            server = model
+        port = int(re.search(r":(\d+)/", server.base_url + "/" if which == "serve-model" else server.url).group(1))
         before = threading.active_count()
         slow = []
         for _ in range(60):
@@ -110,10 +116,10 @@ def test_slowloris_clients_are_bounded_and_cut_off(
             conn.close()
         assert peak <= 20 + 3, f"{peak} threads for 60 slow clients"  # the handlers, the watchdog
         assert busy >= 60 - 20 and cut == 60
-        path = "/" if which == "relay" else "/v1/models"
+        path = "/v1/models" if which == "serve-model" else "/"
         headers = {"Host": f"127.0.0.1:{port}"}
         assert requests.get(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=WAIT).status_code == 200
-        if which == "relay":
+        if which != "serve-model":
             server.close()
 
 

@@ -29,16 +29,17 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from ..bounded_server import BoundedHandler, BoundedServer
 
-class DemoServer(ThreadingHTTPServer):
-    """The page and its JSON, on a loopback address; ``start`` serves from a thread (tests)."""
 
-    daemon_threads = True
+class DemoServer(BoundedServer):
+    """The page and its JSON, on a loopback address; ``start`` serves from a thread (tests).
+
+    Bounded like ``ink-py serve``: at most MAX_HANDLERS connections, a deadline for each request head."""
 
     def __init__(
         self, pages: dict[str, dict[str, Any]], code: dict[str, Any], host: str = "127.0.0.1", port: int = 0
@@ -71,13 +72,13 @@ class DemoServer(ThreadingHTTPServer):
 PAGE_HEADERS = {
     # Nothing from elsewhere: no scripts, styles, images or connections but this server's own.
     "Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'",
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BoundedHandler):
     server: DemoServer
 
     def log_message(self, format: str, *args: Any) -> None:
