@@ -167,3 +167,32 @@ def test_a_multi_line_server_error_is_one_line(ink, monkeypatch):
         "API error 500: 2 validation errors for CreateChatCompletionRequest messages.2.content"
         " Input should be a valid string [31m"
     )
+
+
+# The other two dialects: the same sniffing of a 200 body; a whole JSON reply is named, not misread.
+DIALECT_PROVIDERS = [
+    ("anthropic_messages", "AnthropicMessagesProvider"),
+    ("openai_responses", "OpenAIResponsesProvider"),
+]
+
+
+@pytest.mark.parametrize("module, provider", DIALECT_PROVIDERS)
+@pytest.mark.parametrize(
+    "parts, content_type, words",
+    [
+        ([], "text/event-stream", "the server sent an empty response body (HTTP 200, Content-Type: text/event-stream)"),
+        ([b'{"id": "msg_1", "content": []}'], "application/json", "one JSON body, not an event stream"),
+        ([b'{"error": {"message": "model is loading"}}'], "application/json", "reported an error: model is loading"),
+        ([b"<html>gateway</html>"], "text/html", "not an event stream (Content-Type: text/html)"),
+    ],
+    ids=["empty", "whole-json", "json-error", "html"],
+)
+def test_the_other_dialects_say_what_a_200_body_held(ink, module, provider, parts, content_type, words):
+    with FakeModelServer([Reply(headers={"Content-Type": content_type}, parts=parts)]) as server:
+        events, error = [], None
+        try:
+            for event in getattr(getattr(ink, module), provider)(server.base_url, "k").stream(REQUEST):
+                events.append(event)
+        except ink.shared.ProviderError as err:
+            error = str(err)
+    assert events == [] and error is not None and words in error

@@ -31,7 +31,13 @@ import requests
 
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
-from .openai_completions import OpenAICompletionsProvider, finish_tool_arguments, finished_message
+from .openai_completions import (
+    OpenAICompletionsProvider,
+    finish_tool_arguments,
+    finished_message,
+    refuse_whole_reply,
+    reply_body,
+)
 from .shared import (
     SseEvent,
     abort_safe,
@@ -313,7 +319,9 @@ class AnthropicMessagesProvider(OpenAICompletionsProvider):
         response = self.post(build_request_body(request), signal)
         if response is None:
             return  # aborted before the reply started
-        yield from stream_reply(response, self.read(response), signal, assemble_stream)
+        content_type = response.headers.get("Content-Type", "")
+        reads = reply_body(self.read(response), content_type, whole_reply=refuse_whole_reply)  # beyond §2
+        yield from stream_reply(response, reads, signal, assemble_stream)
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """The key travels as ``x-api-key`` (no Bearer), with the API version beside it."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import requests
@@ -325,13 +325,20 @@ SNIFF_LIMIT = 4096  # at most this much blank prelude is held back before decidi
 WHOLE_REPLY_LIMIT = 16 * 1024 * 1024  # the largest non-streamed reply read into memory
 
 
-def reply_body(reads: Iterable[bytes], content_type: str = "", empty_note: str = "") -> Iterator[bytes]:
+def reply_body(
+    reads: Iterable[bytes],
+    content_type: str = "",
+    empty_note: str = "",
+    whole_reply: Callable[[bytes], bytes] | None = None,
+) -> Iterator[bytes]:
     """The reply's bytes as an event stream, whatever a 200 reply turned out to hold.
 
-    An empty body is an error that says so; one JSON ``chat.completion`` (a server that
-    ignored ``stream: true``) becomes a one-event stream; a body that is neither says
-    what arrived. Anything that looks like SSE passes through untouched.
+    An empty body is an error that says so; one JSON reply (a server that ignored
+    ``stream: true``) becomes a one-event stream through ``whole_reply`` (default: a
+    ``chat.completion``; the other dialects pass ``refuse_whole_reply``); a body that is
+    neither says what arrived. Anything that looks like SSE passes through untouched.
     """
+    whole_reply = whole_reply or whole_reply_as_sse
     reads = iter(reads)
     head = b""
     for data in reads:
@@ -343,12 +350,25 @@ def reply_body(reads: Iterable[bytes], content_type: str = "", empty_note: str =
     if start == b"" and len(head) <= SNIFF_LIMIT:
         raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
     if start == b"{":
-        yield whole_reply_as_sse(read_at_most(head, reads, WHOLE_REPLY_LIMIT))
+        yield whole_reply(read_at_most(head, reads, WHOLE_REPLY_LIMIT))
         return
     if start and "event-stream" not in content_type and start not in SSE_STARTS:
         raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
     yield head
     yield from reads
+
+
+def refuse_whole_reply(raw: bytes) -> bytes:
+    """For the dialects whose whole (non-streamed) reply ink_py does not convert: say what arrived."""
+    try:
+        payload = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("error") is not None:
+        raise ProviderError(f"the server reported an error: {server_message(payload)}")
+    raise ProviderError(
+        f"the server answered with one JSON body, not an event stream (stream: true ignored?): {raw[:120]!r}"
+    )
 
 
 def whole_reply_as_sse(raw: bytes) -> bytes:
