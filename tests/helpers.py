@@ -148,3 +148,26 @@ def growth_verdict(
         f"{mine_large * 1000:.0f} ms, ×{ratio:.0f} the reference's time) — it redoes work on everything "
         "received so far each time a piece arrives: quadratic time"
     )
+
+
+# The expected messages of the (fixture, expected) tables, in the article's shapes.
+
+
+def usage(inp=0, out=0, cached=0):
+    return {"inputTokens": inp, "outputTokens": out, "cacheReadTokens": cached}
+
+
+def text(t):
+    return {"type": "text", "text": t}
+
+
+def read_call(id, path):
+    return {"type": "toolCall", "id": id, "name": "read", "arguments": {"path": path}}
+
+
+def message(blocks, stop, use=None):
+    return {"role": "assistant", "blocks": blocks, "usage": use or usage(), "stopReason": stop}
+
+
+def parse_error(raw):
+    return {"_parseError": "tool arguments were not valid JSON", "raw": raw}

@@ -9,29 +9,9 @@ import json
 
 import pytest
 
-from .helpers import FIXTURES, fixture_bytes, run_assembly
+from .helpers import FIXTURES, fixture_bytes, message, parse_error, read_call, run_assembly, text, usage
 
 DIALECT = "openai_responses"
-
-
-def usage(inp=0, out=0, cached=0):
-    return {"inputTokens": inp, "outputTokens": out, "cacheReadTokens": cached}
-
-
-def text(t):
-    return {"type": "text", "text": t}
-
-
-def read_call(id, path):
-    return {"type": "toolCall", "id": id, "name": "read", "arguments": {"path": path}}
-
-
-def message(blocks, stop, use=None):
-    return {"role": "assistant", "blocks": blocks, "usage": use or usage(), "stopReason": stop}
-
-
-def parse_error(raw):
-    return {"_parseError": "tool arguments were not valid JSON", "raw": raw}
 
 
 def assemble(ink, name, reads=None):

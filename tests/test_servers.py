@@ -6,24 +6,7 @@ that ink_py must make of it.
 
 import pytest
 
-from .helpers import FIXTURES, fixture_bytes, run_assembly
-
-
-def usage(inp=0, out=0, cached=0):
-    return {"inputTokens": inp, "outputTokens": out, "cacheReadTokens": cached}
-
-
-def text(t):
-    return {"type": "text", "text": t}
-
-
-def read_call(id, path):
-    return {"type": "toolCall", "id": id, "name": "read", "arguments": {"path": path}}
-
-
-def message(blocks, stop, use=None):
-    return {"role": "assistant", "blocks": blocks, "usage": use or usage(), "stopReason": stop}
-
+from .helpers import FIXTURES, fixture_bytes, message, read_call, run_assembly, text, usage
 
 # (fixture, expected message) — what each server's stream must assemble into.
 SERVERS = [
