@@ -574,12 +574,7 @@ def start(number: int, folder: Path) -> str:
             text = reference
         else:
             text = target.read_text(encoding="utf-8")
-        mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
-        if len(mine) != len(regions):
-            raise ExerciseError(
-                f"{shown(folder)}/{relative}: exercise {number}'s marker lines were changed or removed; "
-                "put them back as in ink_py, or start afresh in a new folder"
-            )
+        mine = copy_regions(text, folder, relative, number, len(regions))
         for region, ours in reversed(list(zip(regions, mine, strict=True))):
             if is_stub(text, ours):
                 continue
@@ -616,6 +611,18 @@ def demo_command(folder: Path) -> str:
     parent = folder.resolve().parent
     where = "" if parent == Path.cwd().resolve() else f"cd {shlex.quote(shown(parent))} && "
     return f"{where}python -m {folder.name} demo"
+
+
+def copy_regions(text: str, folder: Path, relative: str, number: int, expected: int) -> list[Region]:
+    """Exercise ``number``'s regions in the copy's ``relative`` file; ExerciseError unless all are there."""
+    mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
+    if len(mine) != expected:
+        raise ExerciseError(
+            f"{shown(folder)}/{relative}: exercise {number}'s code cannot be found (markers changed or removed, "
+            "or the file does not parse); nothing was changed — put it back as in ink_py, or start afresh "
+            "in a new folder"
+        )
+    return mine
 
 
 def group_by_file(regions: list[tuple[str, Region]]) -> dict[str, list[Region]]:
@@ -1028,12 +1035,7 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
         reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
         target = folder / relative
         text = target.read_text(encoding="utf-8")
-        mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
-        if len(mine) != len(regions):
-            raise ExerciseError(
-                f"{shown(folder)}/{relative}: exercise {number}'s code cannot be found (markers changed, or the "
-                "file does not parse); nothing was changed"
-            )
+        mine = copy_regions(text, folder, relative, number, len(regions))
         for region, ours in reversed(list(zip(regions, mine, strict=True))):
             kept.append(f"# {relative}:{ours['start'] + 1}\n" + "\n".join(body_of(text, ours)))
             text = replace_body(text, ours, stub_body(reference, region))
