@@ -32,7 +32,8 @@ from .cli import build_parser, check_tool_choice, open_endpoint, open_trace, pri
 from .core.messages import AgentMessage
 from .core.tools.read import create_read_tool
 from .provider.types import ProviderError
-from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, human_size, shorten
+from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED
+from .terminal import human_size, shorten, show_newlines
 
 PROMPT = "› "
 MAX_HISTORY_BYTES = 20 * 1024 * 1024  # a --resume file larger than this is refused, not read
@@ -290,18 +291,13 @@ def history_lines(history: list[AgentMessage]) -> list[str]:
 
 def block_summary(block: dict[str, Any]) -> str:
     if block["type"] == "toolCall":
-        return f"{block['name']} {shorten(one_line(json.dumps(block.get('arguments'), ensure_ascii=False)), 60)}"
+        return f"{block['name']} {shorten(show_newlines(json.dumps(block.get('arguments'), ensure_ascii=False)), 60)}"
     text = block.get("text") or block.get("thinking") or ""
     return f"{block['type']} {len(text)} chars {quoted(text, 40)}"
 
 
 def quoted(text: str, limit: int = 70) -> str:
-    return "「" + shorten(one_line(text), limit) + "」"
-
-
-def one_line(text: str) -> str:
-    """Newlines shown as ⏎ and other control characters as spaces: safe on one terminal line."""
-    return "".join("⏎" if c == "\n" else c if c.isprintable() else " " for c in text)
+    return "「" + shorten(show_newlines(text), limit) + "」"
 
 
 if __name__ == "__main__":

@@ -33,19 +33,20 @@ from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOO
 from .core.tools.read import create_read_tool
 from .core.tools.types import Tool
 from .provider.anthropic_messages import AnthropicMessagesProvider
+from .provider.base import HttpProvider
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.openai_responses import OpenAIResponsesProvider
-from .provider.recording import RECORDING
-from .provider.shared import one_line
+from .provider.recording import recording
 from .provider.types import LLMProvider, ProviderError
-from .runner import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TRUNCATED, paint, run_prompt, terminal_safe, wants_colour
+from .runner import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TRUNCATED, run_prompt
 from .scripted.scenarios import SCENARIOS
+from .terminal import one_line, paint, terminal_safe, wants_colour
 
 if TYPE_CHECKING:
     from .scripted.server import ModelServer
 
 # --api: the wire dialect → its provider, and the prefix of the variables its endpoint is read from.
-APIS: dict[str, tuple[type[OpenAICompletionsProvider], str]] = {
+APIS: dict[str, tuple[type[HttpProvider], str]] = {
     "openai-completions": (OpenAICompletionsProvider, "OPENAI"),
     "openai-responses": (OpenAIResponsesProvider, "OPENAI"),
     "anthropic-messages": (AnthropicMessagesProvider, "ANTHROPIC"),
@@ -280,7 +281,7 @@ def prompt_runner(
     )
 
 
-def open_endpoint(args: argparse.Namespace) -> tuple[OpenAICompletionsProvider, str, ModelServer | None]:
+def open_endpoint(args: argparse.Namespace) -> tuple[LLMProvider, str, ModelServer | None]:
     """``resolve_endpoint``, said on stderr, and the provider for it: ``(provider, model, built_in_server)``."""
     base_url, model, api_key, server = resolve_endpoint(args)
     if server is not None:
@@ -298,13 +299,11 @@ def check_tool_choice(choice: str, names: list[str]) -> None:
         raise UsageError(f"--tool-choice {choice}: not auto, required, none or a tool's name ({', '.join(names)})")
 
 
-def create_provider(
-    api: str, base_url: str, api_key: str | None, record_dir: str | None = None
-) -> OpenAICompletionsProvider:
+def create_provider(api: str, base_url: str, api_key: str | None, record_dir: str | None = None) -> LLMProvider:
     """The provider that speaks ``api`` (``--api``); with ``--record DIR``, its recording twin."""
     provider_class = APIS[api][0]
     if record_dir:
-        return RECORDING[provider_class](base_url, api_key, record_dir=record_dir)
+        return recording(provider_class)(base_url, api_key, record_dir=record_dir)  # type: ignore[call-arg]
     return provider_class(base_url, api_key)
 
 

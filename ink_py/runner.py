@@ -16,7 +16,6 @@ is the second article §五's "静默积累" (a call is announced, its raw JSON 
 from __future__ import annotations
 
 import json
-import os
 import signal as signals
 import sys
 import threading
@@ -35,8 +34,8 @@ from .core.loop import (
 )
 from .core.messages import AgentMessage, Usage, add_usage, empty_usage
 from .core.tools.types import Tool
-from .provider.shared import one_line
 from .provider.types import LLMEvent, LLMProvider, LLMRequest
+from .terminal import first_line, human_size, one_line, paint, plural, shorten, terminal_safe, wants_colour
 
 EMPTY_REPLY_NOTICE = "the model sent an empty reply (no text, no tool calls)"
 EXIT_COMPLETED, EXIT_ERROR, EXIT_TRUNCATED, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -307,48 +306,3 @@ def ctrl_c_aborts(controller: AbortController, display: Display) -> Iterator[Non
         yield
     finally:
         signals.signal(signals.SIGINT, previous)
-
-
-def wants_colour(stream: IO[str]) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set to anything (no-color.org)."""
-    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
-
-
-# Every C0 control but \n and \t, DEL and the C1 controls → a visible escape such as \x1b.
-_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)] if code not in (0x09, 0x0A)}
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` from the model or a server, made harmless for a terminal: OSC (window title,
-    clipboard), CSI (clear screen, cursor moves) and C1 controls are shown, not obeyed.
-
-    >>> terminal_safe("a\\x1b]52;c;aGk=\\x07b\\tc\\n\\x9b2J")
-    'a\\\\x1b]52;c;aGk=\\\\x07b\\tc\\n\\\\x9b2J'
-    """
-    return text.translate(_CONTROLS)
-
-
-def paint(text: str, code: str, colour: bool) -> str:
-    return f"\033[{code}m{text}\033[0m" if colour and text else text
-
-
-def plural(count: int, noun: str) -> str:
-    """
-    >>> plural(1, "turn"), plural(2, "turn"), plural(0, "turn")
-    ('1 turn', '2 turns', '0 turns')
-    """
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def first_line(text: str, limit: int) -> str:
-    """The first line of a tool's output, shortened: how an error is shown in one line."""
-    return shorten(text.strip().splitlines()[0] if text.strip() else "", limit)
-
-
-def human_size(text: str) -> str:
-    size = len(text.encode("utf-8"))
-    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"

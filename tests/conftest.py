@@ -17,6 +17,10 @@ import pytest
 # Short names → module paths inside the package under test.
 MODULES = {
     "shared": "provider.shared",
+    "transport": "provider.transport",
+    "errors": "provider.errors",
+    "base": "provider.base",
+    "recording": "provider.recording",
     "openai_completions": "provider.openai_completions",
     "anthropic_messages": "provider.anthropic_messages",
     "openai_responses": "provider.openai_responses",

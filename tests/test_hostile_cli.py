@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ink_py.core.abort import AbortController
-from ink_py.provider.shared import post_json_with_retry
+from ink_py.provider.transport import post_json_with_retry
 from ink_py.scripted.server import start_model_server
 
 from .helpers import text_reply

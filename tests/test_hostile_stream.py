@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from ink_py.provider.anthropic_messages import AnthropicMessagesProvider
 from ink_py.provider.openai_responses import OpenAIResponsesProvider
-from ink_py.provider.recording import RecordingProvider
 
 from .helpers import ScriptedProvider, run_assembly, sse, text_reply, tool_reply
 from .hostile import INK_PY, SSE_HEAD, HostileServer, run_measured, sse_server
@@ -67,18 +66,6 @@ def test_an_event_that_never_ends_fails_with_memory_bounded_by_the_cap(workspace
     assert result.code == 1 and "32 MiB" in line and "without ending it" in line
     assert result.peak_mib < 160, f"peak {result.peak_mib:.0f} MiB for a 32 MiB cap"  # before: > 256
     assert sent["bytes"] < 256 * 1024 * 1024  # the client stopped reading: the server's sendall broke
-
-
-def test_the_cap_counts_one_unfinished_event_not_the_stream(ink: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ink.shared, "MAX_EVENT_BYTES", 1000)
-    events = [b'data: {"n": ' + str(i).encode() + b', "pad": "' + b"p" * 900 + b'"}\n\n' for i in range(50)]
-    assert [e["data"]["n"] for e in ink.shared.parse_sse([b"".join(events)])] == list(range(50))
-    pieces = [b'data: "' + b"y" * 300] + [b"y" * 300] * 3  # 1207 bytes, no blank line yet
-    with pytest.raises(ink.shared.ProviderError, match="more than 0 MiB without ending it"):
-        list(ink.shared.parse_sse(pieces))
-    wide = ["字" * 200] * 2  # 1200 bytes of UTF-8 in 400 characters: bytes are what is counted
-    with pytest.raises(ink.shared.ProviderError):
-        list(ink.shared.parse_sse([b'data: "', *(w.encode() for w in wide)]))
 
 
 # ── 3. escape sequences from the model and the server ───────────────────────────────────
@@ -173,7 +160,9 @@ def _split_echo(conn: socket.socket) -> None:
 def test_a_key_the_server_echoes_is_never_shown_nor_recorded(ink: Any, name: str, tmp_path: Path) -> None:
     body = _split_echo if ECHOES[name] == b"SPLIT" else ECHOES[name]
     with sse_server(body) as server:
-        provider = RecordingProvider(server.base_url, KEY, record_dir=str(tmp_path))
+        provider = ink.recording.recording(ink.openai_completions.OpenAICompletionsProvider)(
+            server.base_url, KEY, record_dir=str(tmp_path)
+        )
         request = {"model": "m", "system": "s", "messages": [{"role": "user", "content": "hi"}]}
         shown = ""
         try:
@@ -205,7 +194,7 @@ def test_a_key_at_the_cut_of_an_http_error_body_is_not_shown(ink: Any) -> None:
         conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 
     with HostileServer(serve) as server, pytest.raises(ink.shared.ProviderError) as caught:
-        ink.shared.post_json_with_retry(f"{server.base_url}/chat/completions", {}, api_key=KEY)
+        ink.transport.post_json_with_retry(f"{server.base_url}/chat/completions", {}, api_key=KEY)
     assert "API error 401" in str(caught.value) and KEY_START not in str(caught.value)
 
 
@@ -265,18 +254,18 @@ def test_ctrl_c_while_connecting_exits_130_at_once(workspace: Path) -> None:
 
 
 def test_the_wait_for_headers_has_its_own_bound_and_is_not_retried(ink: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ink.shared, "HEADERS_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(ink.transport, "HEADERS_TIMEOUT_SECONDS", 0.5)
     with silent_server() as server:
         start = time.monotonic()
         with pytest.raises(ink.shared.ProviderError, match="sent no response headers within 0 s"):
-            ink.shared.post_json_with_retry(f"{server.base_url}/chat/completions", {"model": "m"})
+            ink.transport.post_json_with_retry(f"{server.base_url}/chat/completions", {"model": "m"})
         elapsed = time.monotonic() - start
     assert len(server.requests) == 1  # a server that is thinking is not asked three times
     assert elapsed < 5  # bounded by the header timeout, not by 3 x READ_TIMEOUT_SECONDS
 
 
 def test_the_body_keeps_its_longer_read_timeout_after_the_headers(ink: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ink.shared, "HEADERS_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(ink.transport, "HEADERS_TIMEOUT_SECONDS", 0.3)
 
     def slow_body(conn: socket.socket) -> None:
         time.sleep(0.8)  # longer than the header timeout, far shorter than the body's
@@ -284,7 +273,7 @@ def test_the_body_keeps_its_longer_read_timeout_after_the_headers(ink: Any, monk
 
     with sse_server(slow_body) as server:
         events, error = run_assembly(
-            ink, ink.shared.read_body(ink.shared.post_json_with_retry(f"{server.base_url}/chat/completions", {}))
+            ink, ink.transport.read_body(ink.transport.post_json_with_retry(f"{server.base_url}/chat/completions", {}))
         )
     assert error is None and events[0] == {"type": "text_delta", "text": "late but fine"}
 
@@ -471,9 +460,9 @@ def test_the_key_is_dropped_on_a_cross_origin_redirect(ink: Any) -> None:
             )
 
         with HostileServer(redirect) as first:
-            response = ink.shared.post_json_with_retry(f"{first.base_url}/chat/completions", {}, api_key=KEY)
+            response = ink.transport.post_json_with_retry(f"{first.base_url}/chat/completions", {}, api_key=KEY)
             assert response is not None
-            events, error = run_assembly(ink, ink.shared.read_body(response))
+            events, error = run_assembly(ink, ink.transport.read_body(response))
     assert error is None and events[0]["text"] == "moved"
     assert b"Bearer " + KEY.encode() in first.requests[0]
     assert KEY.encode() not in other.requests[0] and b"authorization" not in other.requests[0].lower()

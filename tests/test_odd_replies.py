@@ -157,7 +157,7 @@ def test_a_200_body_that_is_no_reply_says_what_arrived(ink, content_type, body, 
 
 def test_a_multi_line_server_error_is_one_line(ink, monkeypatch):
     """llama-cpp-python's validation errors span several lines; the message must not."""
-    monkeypatch.setattr(ink.shared, "_sleep", lambda seconds, signal: None)
+    monkeypatch.setattr(ink.transport, "abortable_sleep", lambda seconds, signal: None)
     detail = "2 validation errors for CreateChatCompletionRequest\nmessages.2.content\n  Input should be a valid string"
     detail += "\x1b[31m"  # and a terminal escape
     body = json.dumps({"error": {"message": detail}}).encode()

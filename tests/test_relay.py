@@ -333,7 +333,7 @@ def test_a_model_error_becomes_an_error_event_and_ends_the_stream(relay_for) -> 
 
 
 def test_an_unreachable_model_is_an_error_event_not_a_hang(relay_for, monkeypatch) -> None:
-    monkeypatch.setattr("ink_py.provider.shared.backoff_seconds", lambda attempt: 0.0)
+    monkeypatch.setattr("ink_py.provider.transport.backoff_seconds", lambda attempt: 0.0)
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]  # nothing listens here

@@ -113,7 +113,7 @@ def test_the_readme_question_streams_into_the_page(browser, relay_on) -> None:
 
 
 def test_a_server_error_event_shows_its_message_and_does_not_reconnect(browser, tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr("ink_py.provider.shared.backoff_seconds", lambda attempt: 0.0)
+    monkeypatch.setattr("ink_py.provider.transport.backoff_seconds", lambda attempt: 0.0)
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))  # nothing listens here: the model is unreachable
         dead_model = f"http://127.0.0.1:{unused.getsockname()[1]}/v1"

@@ -17,7 +17,7 @@ REQUEST = {"model": "gpt-4o-mini", "system": "You are ink.", "messages": [{"role
 def sleeps(ink, monkeypatch):
     """Record the waits between retries instead of sleeping through them."""
     recorded = []
-    monkeypatch.setattr(ink.shared, "_sleep", lambda seconds, signal: recorded.append(seconds))
+    monkeypatch.setattr(ink.transport, "abortable_sleep", lambda seconds, signal: recorded.append(seconds))
     return recorded
 
 
@@ -94,7 +94,7 @@ def test_retries_are_bounded_and_the_last_error_is_reported(ink, sleeps):
         events, error = collect(ink, provider(ink, server).stream(REQUEST))
     assert events == []
     assert error == "API error 429: slow down"
-    assert len(server.requests) == ink.shared.MAX_ATTEMPTS
+    assert len(server.requests) == ink.transport.MAX_ATTEMPTS
 
 
 def test_a_retry_after_beyond_the_limit_fails_at_once(ink, sleeps):
@@ -209,11 +209,11 @@ def test_a_body_closed_early_is_reported_as_truncated(ink):
     ],
 )
 def test_retry_after_seconds(ink, headers, expected):
-    assert ink.shared.retry_after_seconds(headers) == expected
+    assert ink.transport.retry_after_seconds(headers) == expected
 
 
 def test_retry_after_as_an_http_date(ink):
     when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= ink.shared.retry_after_seconds({"retry-after": when}) <= 30
+    assert 25 <= ink.transport.retry_after_seconds({"retry-after": when}) <= 30
     past = format_datetime(datetime.now(timezone.utc) - timedelta(seconds=30), usegmt=True)
-    assert ink.shared.retry_after_seconds({"retry-after": past}) == 0.0
+    assert ink.transport.retry_after_seconds({"retry-after": past}) == 0.0

@@ -182,7 +182,7 @@ def fail_tool_calls_from_truncated_message(
         result = error_result(  # an isError result in `results`, for the model to read
             call,
             f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
-            f"{shorten(call['name'])} may be truncated; the call was not run. "
+            f"{clipped(call['name'])} may be truncated; the call was not run. "
             "Send the call again with complete arguments.",
         )
         results.append(result)
@@ -202,10 +202,10 @@ def fill_missing_tool_results(tool_calls: Iterable[ToolCallBlock], results: list
 # ── running the tools ───────────────────────────────────────────────────────────────────
 
 
-def shorten(text: str, limit: int = 200) -> str:
+def clipped(text: str, limit: int = 200) -> str:
     """What a message quotes of the model's input: its start (beyond §4.3: never all 50 MB of it).
 
-    >>> shorten("x" * 300, 5)
+    >>> clipped("x" * 300, 5)
     'xxxxx… (300 characters)'
     """
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
@@ -289,15 +289,15 @@ def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolRes
     tool = tool_map.get(call["name"])
     args = call["arguments"]
     if tool is None:
-        problem = f'unknown tool "{shorten(call["name"])}". Available tools: {", ".join(tool_map) or "none"}.'
+        problem = f'unknown tool "{clipped(call["name"])}". Available tools: {", ".join(tool_map) or "none"}.'
     elif not isinstance(args, dict):
-        problem = f"tool arguments must be a JSON object, got: {shorten(json.dumps(args, ensure_ascii=False))}"
+        problem = f"tool arguments must be a JSON object, got: {clipped(json.dumps(args, ensure_ascii=False))}"
     elif "_parseError" in args:
         # exercise 7 ▼ block unparseable arguments
         # Beyond §4.3: Ink passes this record to the tool; here the call is blocked outright.
         began = json.dumps(str(args.get("raw", ""))[:200], ensure_ascii=False)
         problem = (
-            f"the arguments for {shorten(call['name'])} were not valid JSON, so the call was not run. "
+            f"the arguments for {clipped(call['name'])} were not valid JSON, so the call was not run. "
             f"They began: {began}. Send the call again with complete, valid JSON arguments."
         )
         # exercise 7 ▲
@@ -306,7 +306,7 @@ def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolRes
         if not issues:
             return None
         problem = (
-            f"invalid arguments for {shorten(call['name'])} — {'; '.join(issues[:5])}. Fix the arguments and retry."
+            f"invalid arguments for {clipped(call['name'])} — {'; '.join(issues[:5])}. Fix the arguments and retry."
         )
     return error_result(call, f"Error: {problem}")
 
@@ -318,7 +318,7 @@ def gate_tool_call(call: ToolCallBlock, on_tool_call: OnToolCall | None) -> Tool
     decision = on_tool_call({"toolCallId": call["id"], "name": call["name"], "args": call["arguments"]})
     if not decision or not decision.get("block"):
         return None
-    return error_result(call, f'Tool "{shorten(call["name"])}" blocked: {decision.get("reason") or "no reason given"}')
+    return error_result(call, f'Tool "{clipped(call["name"])}" blocked: {decision.get("reason") or "no reason given"}')
 
 
 def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal | None) -> ToolResult:
@@ -332,4 +332,4 @@ def run_tool(call: ToolCallBlock, tool_map: dict[str, Tool], signal: AbortSignal
             "isError": bool(output.get("isError", False)),
         }
     except Exception as err:  # a tool's bug must not end the run: the model is told instead
-        return error_result(call, f"Error: tool {shorten(call['name'])} threw: {shorten(str(err), 500)}")
+        return error_result(call, f"Error: tool {clipped(call['name'])} threw: {clipped(str(err), 500)}")

@@ -67,10 +67,11 @@ from typing import Any, TypedDict
 
 from ..arguments import CliParser, port_number
 from ..core.abort import AbortController
-from ..provider import anthropic_messages, openai_completions, openai_responses, shared
+from ..provider import anthropic_messages, base, openai_completions, openai_responses, shared
 from ..provider.shared import DONE
-from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, terminal_safe, wants_colour
+from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
+from ..terminal import terminal_safe, wants_colour
 from .exercises import CLOSE, OPEN
 
 # The functions whose lines a step shows: the article's core loop and the helpers it calls.
@@ -78,10 +79,10 @@ TRACED: list[Callable[..., Any]] = [
     openai_completions.assemble_stream,
     shared.abort_safe,  # shows its lines when an abort (or a read error) ends the stream
     openai_completions.map_finish_reason,
-    openai_completions.finish_tool_arguments,
+    base.finish_tool_arguments,
     shared.safe_parse_json,
     openai_completions.merge_usage,
-    openai_completions.finished_message,  # the fallbacks of the last step
+    base.finished_message,  # the fallbacks of the last step
 ]
 # assemble_stream's locals a step keeps (the access layer's state, §2).
 STATE_NAMES = (
@@ -119,11 +120,11 @@ DIALECTS: dict[str, Dialect] = {
             shared.abort_safe,
             anthropic_messages.open_block,
             anthropic_messages.finish_block,
-            openai_completions.finish_tool_arguments,
+            base.finish_tool_arguments,
             shared.safe_parse_json,
             anthropic_messages.map_stop_reason,
             anthropic_messages.merge_usage,
-            openai_completions.finished_message,
+            base.finished_message,
         ],
         "state": ("finished", "saw_stop", *_BLOCK_STATE),
     },
@@ -134,11 +135,11 @@ DIALECTS: dict[str, Dialect] = {
             openai_responses.assemble_stream,
             shared.abort_safe,
             openai_responses.open_item,
-            openai_completions.finish_tool_arguments,
+            base.finish_tool_arguments,
             shared.safe_parse_json,
             openai_responses.map_status,
             openai_responses.merge_usage,
-            openai_completions.finished_message,
+            base.finished_message,
         ],
         "state": ("index_by_item", "saw_end", *_BLOCK_STATE),
     },

@@ -27,28 +27,11 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import requests
-
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
-from .openai_completions import (
-    OpenAICompletionsProvider,
-    finish_tool_arguments,
-    finished_message,
-    refuse_whole_reply,
-    reply_body,
-)
-from .shared import (
-    SseEvent,
-    abort_safe,
-    json_key,
-    json_object,
-    parse_sse,
-    post_json_with_retry,
-    server_message,
-    stream_reply,
-    token_count,
-)
+from .base import HttpProvider, check_fields, finish_tool_arguments, finished_message, malformed, token_count
+from .errors import server_message
+from .shared import SseEvent, abort_safe, guarded, parse_sse
 from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's convention: no /v1 (ANTHROPIC_BASE_URL too)
@@ -57,6 +40,8 @@ DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; sent when the request
 
 # The block a delta implies when a proxy sends it without its content_block_start.
 BLOCK_OF_DELTA = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "tool_use"}
+# The JSON type of each field an event may carry that the loop reads (base.check_fields).
+EVENT_FIELDS = (("index", (int, str)), ("delta", dict), ("content_block", dict), ("message", dict), ("usage", dict))
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
@@ -77,20 +62,21 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     stop_reason: StopReason = None
     saw_stop = False
 
-    for sse in abort_safe(parse_sse(body), signal):
+    for sse in abort_safe(parse_sse(guarded(body)), signal):  # guarded: beyond §2.1, see shared.py
         if signal.aborted:
             return
         raise_if_server_error(sse)  # `event: error` after HTTP 200, e.g. overloaded_error
         data = sse["data"]
+        check_fields(data, EVENT_FIELDS)  # beyond §2: a field of the wrong JSON type is named
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
         kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
-        index = json_key(data.get("index"))  # fields of the wrong shape read as absent, never crash
-        delta = json_object(data.get("delta"))
+        index = data.get("index")
+        delta = data.get("delta") or {}
 
         if kind == "content_block_start" or (kind == "content_block_delta" and index not in block_by_index):
             # A block opens at its index: text, thinking or a tool request (§2.2's index).
             implied = {"type": BLOCK_OF_DELTA.get(str(delta.get("type")))}  # beyond §2: a delta with no start
-            content = json_object(data.get("content_block")) if kind == "content_block_start" else implied
+            content = (data.get("content_block") or {}) if kind == "content_block_start" else implied
             block = open_block(content, index)
             if block is not None and index not in block_by_index:
                 block_by_index[index] = block
@@ -104,7 +90,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                         yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": parts_by_index[index][0]}
 
         if kind == "message_start":  # usage so far: the prompt's tokens, cache hits apart
-            merge_usage(usage, json_object(json_object(data.get("message")).get("usage")))
+            merge_usage(usage, (data.get("message") or {}).get("usage"))
 
         elif kind == "content_block_delta" and index in block_by_index and index not in finished:
             block = block_by_index[index]
@@ -132,7 +118,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         elif kind == "message_delta":
             if delta.get("stop_reason") is not None:
                 stop_reason = map_stop_reason(delta["stop_reason"])
-            merge_usage(usage, json_object(data.get("usage")))  # cumulative: the latest count wins
+            merge_usage(usage, data.get("usage"))  # cumulative: the latest count wins
 
         elif kind == "message_stop":
             saw_stop = True  # the end marker: nothing follows it
@@ -200,18 +186,22 @@ def map_stop_reason(reason: Any) -> StopReason:
     }.get(str(reason))
 
 
-def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
+def merge_usage(usage: Usage, reported: Any) -> None:
     """Fold in message_start's or message_delta's usage: cumulative counts, so a later one wins.
 
     ``input_tokens`` excludes cache reads already; tokens written to the cache are input too.
     """
+    if reported is None:
+        return
+    if not isinstance(reported, dict):
+        raise malformed("usage", reported, "an object")
     if "input_tokens" in reported or "cache_creation_input_tokens" in reported:
-        written = token_count(reported.get("cache_creation_input_tokens"))
-        usage["inputTokens"] = token_count(reported.get("input_tokens")) + written
+        written = token_count(reported, "cache_creation_input_tokens")
+        usage["inputTokens"] = token_count(reported, "input_tokens") + written
     if reported.get("output_tokens") is not None:
-        usage["outputTokens"] = token_count(reported["output_tokens"])
+        usage["outputTokens"] = token_count(reported, "output_tokens")
     if reported.get("cache_read_input_tokens") is not None:
-        usage["cacheReadTokens"] = token_count(reported["cache_read_input_tokens"])
+        usage["cacheReadTokens"] = token_count(reported, "cache_read_input_tokens")
 
 
 def raise_if_server_error(sse: SseEvent) -> None:
@@ -302,32 +292,22 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
     return body
 
 
-# ── the provider: stream(request) ───────────────────────────────────────────────────────
+# ── the provider ────────────────────────────────────────────────────────────────────────
 
 
-class AnthropicMessagesProvider(OpenAICompletionsProvider):
-    """The same connection holder as Chat Completions' (base URL, key, session); another wire."""
+class AnthropicMessagesProvider(HttpProvider):
+    """Messages: ``POST {base_url}/v1/messages``, the key as ``x-api-key`` beside the API version.
+
+    ANTHROPIC_BASE_URL has no /v1 (https://api.deepseek.com/anthropic); one ending in /v1 works too.
+    """
 
     name = "anthropic-messages"
+    default_base_url = DEFAULT_BASE_URL
+    path = "/v1/messages"
+    key_header = "x-api-key"
+    extra_headers = {"anthropic-version": ANTHROPIC_VERSION}  # noqa: RUF012
+    build_request_body = staticmethod(build_request_body)
+    assemble_stream = staticmethod(assemble_stream)
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
-        super().__init__(base_url, api_key)
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
-        """POST the request and yield its LLMEvents as the reply streams in."""
-        signal = request.get("signal") or NEVER_ABORTED
-        response = self.post(build_request_body(request), signal)
-        if response is None:
-            return  # aborted before the reply started
-        content_type = response.headers.get("Content-Type", "")
-        reads = reply_body(self.read(response), content_type, whole_reply=refuse_whole_reply)  # beyond §2
-        yield from stream_reply(response, reads, signal, assemble_stream)
-
-    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
-        """The key travels as ``x-api-key`` (no Bearer), with the API version beside it."""
-        # ANTHROPIC_BASE_URL has no /v1 (https://api.deepseek.com/anthropic); a base URL ending in /v1 works too.
-        url = self.base_url + ("/messages" if self.base_url.endswith("/v1") else "/v1/messages")
-        return post_json_with_retry(
-            url, body, api_key=self._api_key, key_header="x-api-key",
-            headers={"anthropic-version": ANTHROPIC_VERSION}, signal=signal, session=self._session,
-        )  # fmt: skip
+    def url(self) -> str:
+        return self.base_url + ("/messages" if self.base_url.endswith("/v1") else self.path)

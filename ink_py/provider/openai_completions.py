@@ -2,10 +2,11 @@
 
 Sections: §2 ``assemble_stream``, the article's core loop (① text, ② tool-call fragments
 by index — §2.2, ③ the finish reason, ④ parse the arguments — §4.3, then §4.1's check);
-§4.4 ``map_finish_reason``; ``reply_body`` (a 200 body that is not SSE); part 01's request
-(``to_wire_messages``, ``build_request_body``); last ``OpenAICompletionsProvider.stream``,
-which posts the request and hands the body to ``assemble_stream``. Differences from the
-TypeScript are tagged ``beyond §``; walkthrough.md explains them. "读取 README" in two reads::
+§4.4 ``map_finish_reason`` and the usage; ``check_chunk`` (beyond §2: an error or a field of
+the wrong type, named); part 01's request (``to_wire_messages``, ``build_request_body``); last
+``OpenAICompletionsProvider``, whose ``stream`` (provider/base.py) posts the request and hands
+the body to ``assemble_stream``. Differences from the TypeScript are tagged ``beyond §``;
+walkthrough.md explains them. "读取 README" in two reads::
 
     >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
     ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',
@@ -28,13 +29,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import requests
-
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import (
     AgentMessage,
     AssistantBlock,
-    AssistantMessage,
     StopReason,
     TextBlock,
     ThinkingBlock,
@@ -42,25 +40,15 @@ from ..core.messages import (
     Usage,
     empty_usage,
 )
-from .shared import (
-    DONE,
-    SseEvent,
-    abort_safe,
-    display_url,
-    parse_sse,
-    post_json_with_retry,
-    quote,
-    read_at_most,
-    read_body,
-    redact_reads,
-    safe_parse_json,
-    server_message,
-    stream_reply,
-)
+from .base import HttpProvider, field, finish_tool_arguments, finished_message, token_count
+from .errors import server_message
+from .shared import DONE, SseEvent, abort_safe, guarded, parse_sse, quote
 from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-EMPTY_REPLY_TEXT = "(empty)"  # Ink's placeholder when a reply has no blocks at all
+EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
+    '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
+)
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
@@ -87,17 +75,15 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     saw_done = False
 
     # parse_sse cuts the bytes into events; abort_safe tells an abort from a fault (§4.2).
-    for sse in abort_safe(parse_sse(body), signal):
+    for sse in abort_safe(parse_sse(guarded(body)), signal):  # guarded: beyond §2.1, see shared.py
         if signal.aborted:
             return
         chunk = sse["data"]
         if chunk == DONE:
             saw_done = True  # beyond §2.1: the end marker; nothing follows it
             break
-        raise_if_server_error(sse)  # beyond §2: an error in the stream is never a reply
-        check_chunk_shape(chunk)  # beyond §2: a field of the wrong JSON type is named, not a crash
-        choices = chunk.get("choices") or []  # usage-only chunks have no choices[0]
-        choice = choices[0] if choices else {}
+        check_chunk(sse)  # beyond §2: an error in the stream, or a field of the wrong JSON type, is named
+        choice = (chunk.get("choices") or [{}])[0]  # usage-only chunks have no choices[0]
         delta = choice.get("delta") or {}  # Azure sends choices without a delta
 
         # ① Save the text and tell the display at once.
@@ -161,11 +147,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             saw_finish = True
             stop_reason = map_finish_reason(choice["finish_reason"])  # no break: usage often comes later
         # exercise 5 ▲
-
-        # Usage: usually a last chunk with no choices; Moonshot puts it in choices[0].
-        reported = chunk.get("usage") or choice.get("usage") or (chunk.get("x_groq") or {}).get("usage")
-        if reported:
-            merge_usage(usage, reported)
+        merge_usage(usage, chunk, choice)  # usually a last chunk with no choices
 
     # ④ The stream is over: parse each tool's collected argument string (§4.3).
     for index, parts in tool_raw_by_index.items():
@@ -181,26 +163,10 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
         raise ProviderError("stream ended without finish_reason — response may be truncated")
     # exercise 5 ▲
-    yield {
-        "type": "message_end",
-        "message": finished_message(blocks, usage, stop_reason),
-    }
+    yield {"type": "message_end", "message": finished_message(blocks, usage, stop_reason)}
 
 
-def finished_message(blocks: list[AssistantBlock], usage: Usage, stop_reason: StopReason) -> AssistantMessage:
-    """The assistant message of a stream that ended properly, with Ink's two fallbacks
-    (the article's "省略未知结束原因的映射兜底和空回复占位")."""
-    if stop_reason is None and any(block["type"] == "toolCall" for block in blocks):
-        stop_reason = "tool_use"  # an unknown finish reason, but tool calls ended the turn
-    if not blocks:
-        blocks.append({"type": "text", "text": EMPTY_REPLY_TEXT})
-    return {"role": "assistant", "blocks": blocks, "usage": usage, "stopReason": stop_reason}
-
-
-def finish_tool_arguments(block: ToolCallBlock, parts: list[str]) -> None:
-    """Join a call's fragments and parse them: blank → {}, bad JSON → a _parseError record."""
-    raw = "".join(parts)
-    block["arguments"] = {} if raw.strip() == "" else safe_parse_json(raw)
+# ── §4.4 map_finish_reason, and the usage the article leaves out ────────────────────────
 
 
 def map_finish_reason(reason: Any) -> StopReason:
@@ -212,66 +178,71 @@ def map_finish_reason(reason: Any) -> StopReason:
     return {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}.get(reason)  # type: ignore[return-value]
 
 
-def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
-    """Fold one usage report in. Reports repeat (Groq, OpenRouter): keep the larger, never sum.
-
-    ``prompt_tokens`` includes cache hits; they are moved to ``cacheReadTokens``.
+def merge_usage(usage: Usage, chunk: dict[str, Any], choice: dict[str, Any]) -> None:
+    """Fold in a chunk's usage report, if it has one: usually a last chunk with no choices;
+    Moonshot puts it in ``choices[0]``, Groq in ``x_groq``. Reports repeat (Groq, OpenRouter):
+    keep the larger, never sum. ``prompt_tokens`` includes cache hits, moved to ``cacheReadTokens``.
     """
+    reported = chunk.get("usage") or choice.get("usage") or (chunk.get("x_groq") or {}).get("usage")
+    if not reported:
+        return
     details = field(reported, "prompt_tokens_details", dict) or {}
     cached = (  # OpenAI's spelling, DeepSeek's, Moonshot's
-        usage_count(details, "cached_tokens")
-        or usage_count(reported, "prompt_cache_hit_tokens")
-        or usage_count(reported, "cached_tokens")
+        token_count(details, "cached_tokens")
+        or token_count(reported, "prompt_cache_hit_tokens")
+        or token_count(reported, "cached_tokens")
     )
-    usage["inputTokens"] = max(usage["inputTokens"], usage_count(reported, "prompt_tokens") - cached)
-    usage["outputTokens"] = max(usage["outputTokens"], usage_count(reported, "completion_tokens"))
+    usage["inputTokens"] = max(usage["inputTokens"], token_count(reported, "prompt_tokens") - cached)
+    usage["outputTokens"] = max(usage["outputTokens"], token_count(reported, "completion_tokens"))
     usage["cacheReadTokens"] = max(usage["cacheReadTokens"], cached)
 
 
-JSON_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number", bool: "a boolean"}
+# ── beyond §2: a chunk that is an error, or has a field of the wrong type ───────────────
 
 
-def json_type(value: Any) -> str:
-    """The JSON name of a decoded value's type: ``'an array'``, ``'null'`` …"""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+def check_chunk(sse: SseEvent) -> None:
+    """Beyond §2: an error in the stream is never a reply, and a field ``assemble_stream``
+    reads that has the wrong JSON type is the server's fault, named in one line.
 
+    The usual chunk passes a few type tests; anything unusual gets the full walk
+    (``name_malformed_field``), which names what is wrong — or finds it is fine.
 
-def field(container: dict[str, Any], key: str, expected: type, required: bool = False) -> Any:
-    """``container[key]`` if absent/null (unless ``required``) or of the ``expected`` JSON type;
-    otherwise the server is at fault: ProviderError naming the field and both types.
-
-    >>> try:
-    ...     field({"delta": []}, "delta", dict)
-    ... except ProviderError as err:
-    ...     print(err)
-    the server sent a malformed chunk: "delta" is an array, expected an object
+    >>> check_chunk({"event": "message", "data": {"choices": [{"delta": {"tool_calls": {"index": 0}}}]}})
+    Traceback (most recent call last):
+    ink_py.provider.types.ProviderError: the server sent a malformed chunk: "tool_calls" is an object, expected an array
     """
-    value = container.get(key)
-    if value is None and not required:
+    chunk = sse["data"]
+    if sse["event"] == "error" or type(chunk) is not dict or chunk.get("error") is not None:
+        raise_server_error(sse)
+    usage = chunk.get("usage")
+    choices = chunk.get("choices")
+    if (usage is not None and type(usage) is not dict) or "x_groq" in chunk or type(choices or []) is not list:
+        return name_malformed_field(chunk)
+    if not choices:
         return None
-    if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
-        return value
-    raise ProviderError(
-        f'the server sent a malformed chunk: "{key}" is {json_type(value)}, expected {JSON_TYPE_NAMES[expected]}'
-    )
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("usage") is not None:
+        return name_malformed_field(chunk)
+    finish, delta = choice.get("finish_reason"), choice.get("delta")
+    if (finish is not None and type(finish) is not str) or (delta is not None and type(delta) is not dict):
+        return name_malformed_field(chunk)
+    calls = (delta or {}).get("tool_calls")
+    if calls is not None and type(calls) is not list:
+        return name_malformed_field(chunk)
+    for tc in calls or ():
+        function = tc.get("function") if type(tc) is dict else None
+        if type(tc) is not dict or (function is not None and type(function) is not dict):
+            return name_malformed_field(chunk)
+        index, tc_id = tc.get("index", 0), tc.get("id")
+        name, arguments = (function or {}).get("name"), (function or {}).get("arguments")
+        if type(index) not in (int, str) or not all(v is None or type(v) is str for v in (tc_id, name, arguments)):
+            return name_malformed_field(chunk)
+    return None
 
 
-def check_chunk_shape(chunk: dict[str, Any]) -> None:
-    """Every field ``assemble_stream`` reads has the JSON type the API gives it (or is absent);
-    otherwise ProviderError names the field: the fault is the server's, and one line says so.
-
-    >>> try:
-    ...     check_chunk_shape({"choices": [{"delta": {"tool_calls": {"index": 0}}}]})
-    ... except ProviderError as err:
-    ...     print(err)
-    the server sent a malformed chunk: "tool_calls" is an object, expected an array
-    """
+def name_malformed_field(chunk: dict[str, Any]) -> None:
+    """Walk every field ``assemble_stream`` reads; ProviderError naming the first of the wrong
+    JSON type (or absent where it must be there). Nothing wrong found: return."""
     choices = field(chunk, "choices", list) or []
     choice = field({"choices[0]": choices[0]}, "choices[0]", dict, required=True) if choices else {}
     field(choice, "finish_reason", str)
@@ -289,86 +260,15 @@ def check_chunk_shape(chunk: dict[str, Any]) -> None:
         field(function, "arguments", str)
 
 
-def usage_count(reported: dict[str, Any], key: str) -> int:
-    """A usage number: absent is 0; anything but a whole number ≥ 0 is the server's fault."""
-    value = reported.get(key)
-    if value is None:
-        return 0
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ProviderError(
-            f'the server sent a malformed chunk: usage "{key}" is {quote(json.dumps(value)[:40], 40)}, '
-            "expected a whole number of tokens"
-        )
-    return value
-
-
-def raise_if_server_error(sse: SseEvent) -> None:
+def raise_server_error(sse: SseEvent) -> None:
     """Beyond the article: `event: error`, llama.cpp's `error:` line and `{"error": …}` payloads."""
     data = sse["data"]
     if sse["event"] == "error" or (isinstance(data, dict) and data.get("error") is not None):
         raise ProviderError(f"the server reported an error in the stream: {server_message(data)}")
-    if not isinstance(data, dict):
-        raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {quote(str(data))}")
+    raise ProviderError(f"the server sent an event that is not a chat.completion.chunk: {quote(str(data))}")
 
 
-# ── beyond §2: bodies that are not an event stream ───────────────────────────────────────
-
-
-BLANK = b"\xef\xbb\xbf \t\r\n"  # a BOM and blank lines before the first event (lstrip's set of bytes)
-SSE_STARTS = (b"d", b"e", b"i", b"r", b":")  # data:, event:, id:, retry:, error:, a comment
-EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
-    '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
-)
-SNIFF_LIMIT = 4096  # at most this much blank prelude is held back before deciding
-WHOLE_REPLY_LIMIT = 16 * 1024 * 1024  # the largest non-streamed reply read into memory
-
-
-def reply_body(
-    reads: Iterable[bytes],
-    content_type: str = "",
-    empty_note: str = "",
-    whole_reply: Callable[[bytes], bytes] | None = None,
-) -> Iterator[bytes]:
-    """The reply's bytes as an event stream, whatever a 200 reply turned out to hold.
-
-    An empty body is an error that says so; one JSON reply (a server that ignored
-    ``stream: true``) becomes a one-event stream through ``whole_reply`` (default: a
-    ``chat.completion``; the other dialects pass ``refuse_whole_reply``); a body that is
-    neither says what arrived. Anything that looks like SSE passes through untouched.
-    """
-    whole_reply = whole_reply or whole_reply_as_sse
-    reads = iter(reads)
-    head = b""
-    for data in reads:
-        head += data
-        if head.lstrip(BLANK) or len(head) > SNIFF_LIMIT:
-            break  # the first byte that is not blank decides
-    start = head.lstrip(BLANK)[:1]
-    shown = f"Content-Type: {content_type or 'none'}"
-    if start == b"" and len(head) <= SNIFF_LIMIT:
-        raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
-    if start == b"{":
-        yield whole_reply(read_at_most(head, reads, WHOLE_REPLY_LIMIT))
-        return
-    if start and "event-stream" not in content_type and start not in SSE_STARTS:
-        raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
-    yield head
-    yield from reads
-
-
-def refuse_whole_reply(raw: bytes) -> bytes:
-    """For the dialects whose whole (non-streamed) reply ink_py does not convert: say what arrived."""
-    try:
-        payload = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict) and payload.get("error") is not None:
-        raise ProviderError(f"the server reported an error: {server_message(payload)}")
-    raise ProviderError(
-        f"the server answered with one JSON body, not an event stream (stream: true ignored?): {raw[:120]!r}"
-    )
+# ── beyond §2: one whole JSON reply (a server that ignored stream: true) ────────────────
 
 
 def whole_reply_as_sse(raw: bytes) -> bytes:
@@ -508,40 +408,18 @@ def wire_tool_choice(choice: str, tool_names: list[str]) -> str | dict[str, Any]
     return {"type": "function", "function": {"name": choice}}
 
 
-# ── the provider: stream(request) ───────────────────────────────────────────────────────
+# ── the provider ────────────────────────────────────────────────────────────────────────
 
 
-class OpenAICompletionsProvider:
-    """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest."""
+class OpenAICompletionsProvider(HttpProvider):
+    """Chat Completions: ``POST {base_url}/chat/completions``, the key as a Bearer token."""
 
     name = "openai-completions"
+    default_base_url = DEFAULT_BASE_URL
+    path = "/chat/completions"
+    build_request_body = staticmethod(build_request_body)
+    assemble_stream = staticmethod(assemble_stream)
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key  # never printed: see __repr__ and shared.api_error
-        self._session = requests.Session()  # keeps the connection alive between turns
-
-    def __repr__(self) -> str:
-        shown = display_url(self.base_url)  # a password in the URL is never shown either
-        return f"{type(self).__name__}(base_url={shown!r}, api_key={'***' if self._api_key else None})"
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
-        """POST the request and yield its LLMEvents as the reply streams in."""
-        signal = request.get("signal") or NEVER_ABORTED
-        body = build_request_body(request)
-        response = self.post(body, signal)
-        if response is None:
-            return  # aborted before the reply started
-        note = EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""
-        reads = reply_body(self.read(response), response.headers.get("Content-Type", ""), note)  # beyond §2
-        yield from stream_reply(response, reads, signal, assemble_stream)  # closes it after
-
-    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
-        """Part 01: send the body, retrying only before any byte of the reply is read."""
-        url = f"{self.base_url}/chat/completions"
-        return post_json_with_retry(url, body, api_key=self._api_key, signal=signal, session=self._session)
-
-    def read(self, response: requests.Response) -> Iterable[bytes]:
-        """The response body as reads — the article's ``response.body``; beyond the article, a
-        key the server echoes back is replaced before anything (parser, recording) sees it."""
-        return redact_reads(read_body(response), self._api_key)
+    def whole_reply(self, body: dict[str, Any]) -> tuple[Callable[[bytes], bytes], str]:
+        """One JSON body becomes the same events; an empty body after a streamed "auto" gets a hint."""
+        return whole_reply_as_sse, EMPTY_AUTO_NOTE if body.get("tool_choice") == "auto" else ""

@@ -25,28 +25,11 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import requests
-
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
-from .openai_completions import (
-    OpenAICompletionsProvider,
-    finish_tool_arguments,
-    finished_message,
-    refuse_whole_reply,
-    reply_body,
-)
-from .shared import (
-    SseEvent,
-    abort_safe,
-    json_key,
-    json_object,
-    parse_sse,
-    post_json_with_retry,
-    server_message,
-    stream_reply,
-    token_count,
-)
+from .base import HttpProvider, check_fields, finish_tool_arguments, finished_message, malformed, token_count
+from .errors import server_message
+from .shared import SseEvent, abort_safe, guarded, parse_sse
 from .types import LLMEvent, LLMRequest, ProviderError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -55,6 +38,9 @@ TEXT_EVENTS = {"response.output_text.delta"}
 THINKING_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}  # summary; raw (vLLM)
 DELTA_EVENTS = TEXT_EVENTS | THINKING_EVENTS  # may open their item when no .added came first
 END_EVENTS = {"response.completed", "response.incomplete"}
+# The JSON type of each field an event may carry that the loop reads (base.check_fields).
+EVENT_FIELDS = (("item_id", (int, str)), ("output_index", (int, str)), ("item", dict), ("response", dict))
+RESPONSE_FIELDS = (("incomplete_details", dict), ("usage", dict), ("status", str))
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
@@ -75,26 +61,27 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     stop_reason: StopReason = None
     saw_end = False
 
-    for sse in abort_safe(parse_sse(body), signal):
+    for sse in abort_safe(parse_sse(guarded(body)), signal):  # guarded: beyond §2.1, see shared.py
         if signal.aborted:
             return
         raise_if_server_error(sse)  # `event: error` and response.failed
         data = sse["data"]
+        check_fields(data, EVENT_FIELDS)  # beyond §2: a field of the wrong JSON type is named
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
         kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
-        # The item this event is about: by item_id when known, else output_index (wrong shapes read as absent).
-        index = index_by_item.get(json_key(data.get("item_id")), json_key(data.get("output_index")))
+        # The item this event is about: by item_id when known, else output_index.
+        index = index_by_item.get(data.get("item_id"), data.get("output_index"))
 
         implied = kind in DELTA_EVENTS and index not in block_by_index  # beyond §2: a delta with no .added
         if kind == "response.output_item.added" or implied:
             # An output item opens: a message, reasoning, or a function call named by its call_id.
-            item = json_object(data.get("item")) or {"type": "message" if kind in TEXT_EVENTS else "reasoning"}
+            item = data.get("item") or {"type": "message" if kind in TEXT_EVENTS else "reasoning"}
             block = open_item(item, index)
             if block is not None and index not in block_by_index:
                 block_by_index[index] = block
                 blocks.append(block)
                 parts_by_index[index] = []
-                if json_key(item.get("id")) is not None:
+                if isinstance(item.get("id"), str | int) and not isinstance(item["id"], bool):
                     index_by_item[item["id"]] = index
                 if block["type"] == "toolCall":
                     yield {"type": "tool_call_start", "id": block["id"], "name": block["name"]}
@@ -120,7 +107,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 parts_by_index[index].append(delta)  # only this item's string grows
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": delta}
         elif kind in ("response.function_call_arguments.done", "response.output_item.done") and block is not None:
-            whole = data.get("arguments", json_object(data.get("item")).get("arguments"))
+            whole = data.get("arguments", (data.get("item") or {}).get("arguments"))
             if block["type"] == "toolCall" and isinstance(whole, str):
                 if not parts_by_index[index] and whole != "":  # beyond §2: some servers send only .done
                     yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": whole}
@@ -128,11 +115,12 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ③ How the reply ended: no finish_reason here, the response's status says it (§4.1, §4.4).
         elif kind in END_EVENTS:
-            response = json_object(data.get("response"))
-            reason = json_object(response.get("incomplete_details")).get("reason")
+            response = data.get("response") or {}
+            check_fields(response, RESPONSE_FIELDS)
+            reason = (response.get("incomplete_details") or {}).get("reason")
             has_calls = any(b["type"] == "toolCall" for b in blocks)
             stop_reason = map_status(response.get("status") or kind.removeprefix("response."), reason, has_calls)
-            merge_usage(usage, json_object(response.get("usage")))
+            merge_usage(usage, response.get("usage") or {})
             saw_end = True  # the end marker: nothing follows it
             break
         # response.created, .in_progress, .content_part.*, .output_text.done, … carry nothing new
@@ -182,9 +170,12 @@ def map_status(status: Any, reason: Any, has_calls: bool) -> StopReason:
 
 def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
     """Fold in the terminal event's usage; ``input_tokens`` includes the cache hits, moved apart."""
-    cached = token_count(json_object(reported.get("input_tokens_details")).get("cached_tokens"))
-    usage["inputTokens"] = max(0, token_count(reported.get("input_tokens")) - cached)
-    usage["outputTokens"] = token_count(reported.get("output_tokens"))
+    details = reported.get("input_tokens_details") or {}
+    if not isinstance(details, dict):
+        raise malformed("input_tokens_details", details, "an object")
+    cached = token_count(details, "cached_tokens")
+    usage["inputTokens"] = max(0, token_count(reported, "input_tokens") - cached)
+    usage["outputTokens"] = token_count(reported, "output_tokens")
     usage["cacheReadTokens"] = cached
 
 
@@ -199,7 +190,7 @@ def raise_if_server_error(sse: SseEvent) -> None:
         code = f"{error['code']}: " if isinstance(error.get("code"), str) and error["code"] else ""
         raise ProviderError(f"the server reported an error in the stream: {code}{server_message(data)}")
     if sse["event"] == "response.failed" or kind == "response.failed":
-        error = json_object(data.get("response")).get("error") or {}
+        error = (data.get("response") if isinstance(data.get("response"), dict) else {}).get("error") or {}
         code = f"{error['code']}: " if isinstance(error, dict) and isinstance(error.get("code"), str) else ""
         message = server_message(error) if error else "the response failed"
         raise ProviderError(f"the server reported an error in the stream: {code}{message}")
@@ -270,24 +261,14 @@ def build_request_body(request: LLMRequest) -> dict[str, Any]:
     return body
 
 
-# ── the provider: stream(request) ───────────────────────────────────────────────────────
+# ── the provider ────────────────────────────────────────────────────────────────────────
 
 
-class OpenAIResponsesProvider(OpenAICompletionsProvider):
-    """The same connection holder as Chat Completions' (base URL, key, session); another wire."""
+class OpenAIResponsesProvider(HttpProvider):
+    """Responses: ``POST {base_url}/responses``, the key as a Bearer token."""
 
     name = "openai-responses"
-
-    def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
-        """POST the request and yield its LLMEvents as the reply streams in."""
-        signal = request.get("signal") or NEVER_ABORTED
-        response = self.post(build_request_body(request), signal)
-        if response is None:
-            return  # aborted before the reply started
-        content_type = response.headers.get("Content-Type", "")
-        reads = reply_body(self.read(response), content_type, whole_reply=refuse_whole_reply)  # beyond §2
-        yield from stream_reply(response, reads, signal, assemble_stream)
-
-    def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
-        url = f"{self.base_url}/responses"
-        return post_json_with_retry(url, body, api_key=self._api_key, signal=signal, session=self._session)
+    default_base_url = DEFAULT_BASE_URL
+    path = "/responses"
+    build_request_body = staticmethod(build_request_body)
+    assemble_stream = staticmethod(assemble_stream)

@@ -1,15 +1,16 @@
 """``ink-py --record DIR``: keep every streamed reply, byte for byte, to replay it later.
 
-Not in Ink, and not on the article's path: ``RecordingProvider`` is the Chat Completions
-provider with its two edges, ``post`` and ``read``, wrapped (``RECORDING``: one per dialect).
+Not in Ink, and not on the article's path: ``Recording`` is one mixin that wraps any
+provider's two edges, ``post`` and ``read`` (``recording(ProviderClass)`` makes the twin).
 A stream captured once from a real provider becomes a fixture like those in ``fixtures/``:
 ``ink-py demo --file DIR/001-response.sse`` steps through it offline. For each request, numbered in order:
 
     DIR/001-request.json    the JSON body sent (the API key travels in a header: never written)
-    DIR/001-response.sse    the response body exactly as it arrived
+    DIR/001-response.sse    the response body exactly as it arrived (a key echoed back: ***)
 
-    >>> RecordingProvider("http://127.0.0.1:9/v1", "sk-secret", record_dir="rec")
-    RecordingProvider(base_url='http://127.0.0.1:9/v1', api_key=***)
+    >>> from .openai_completions import OpenAICompletionsProvider
+    >>> recording(OpenAICompletionsProvider)("http://127.0.0.1:9/v1", "sk-secret", record_dir="rec")
+    RecordingOpenAICompletionsProvider(base_url='http://127.0.0.1:9/v1', api_key=***)
 """
 
 from __future__ import annotations
@@ -22,15 +23,13 @@ from typing import Any
 import requests
 
 from ..core.abort import AbortSignal
-from .anthropic_messages import AnthropicMessagesProvider
-from .openai_completions import DEFAULT_BASE_URL, OpenAICompletionsProvider
-from .openai_responses import OpenAIResponsesProvider
+from .base import HttpProvider
 
 
-class RecordingProvider(OpenAICompletionsProvider):
+class Recording(HttpProvider):
     """Writes ``NNN-request.json`` as each request goes out and ``NNN-response.sse`` as it streams in."""
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None, *, record_dir: str) -> None:
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, *, record_dir: str) -> None:
         super().__init__(base_url, api_key)
         self.record_dir = Path(record_dir)
         self._prefix = self.record_dir / "000"  # the exchange being recorded
@@ -44,20 +43,9 @@ class RecordingProvider(OpenAICompletionsProvider):
         return tee_body(super().read(response), self._prefix)
 
 
-class RecordingAnthropicMessagesProvider(RecordingProvider, AnthropicMessagesProvider):
-    """The same two wrapped edges around the Anthropic Messages provider's post and read."""
-
-
-class RecordingOpenAIResponsesProvider(RecordingProvider, OpenAIResponsesProvider):
-    """The same two wrapped edges around the OpenAI Responses provider's post and read."""
-
-
-# Each dialect's provider → the one that records it (ink-py --api X --record DIR).
-RECORDING = {
-    OpenAICompletionsProvider: RecordingProvider,
-    AnthropicMessagesProvider: RecordingAnthropicMessagesProvider,
-    OpenAIResponsesProvider: RecordingOpenAIResponsesProvider,
-}
+def recording(provider_class: type[HttpProvider]) -> type[HttpProvider]:
+    """``provider_class`` with its two edges recorded: ``Recording`` mixed in front of it."""
+    return type(f"Recording{provider_class.__name__}", (Recording, provider_class), {})
 
 
 def next_record_prefix(record_dir: Path) -> Path:

@@ -83,14 +83,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypedDict
 
 from ..core.messages import AssistantBlock, AssistantMessage, ToolCallBlock, Usage, empty_usage
-from ..provider.openai_completions import (
-    finish_tool_arguments,
-    finished_message,
-    map_finish_reason,
-    merge_usage,
-    raise_if_server_error,
-)
-from ..provider.shared import DONE, parse_sse
+from ..provider.base import finish_tool_arguments, finished_message
+from ..provider.openai_completions import check_chunk, map_finish_reason, merge_usage
+from ..provider.shared import DONE, guarded, parse_sse
 from ..provider.types import ProviderError
 
 BlockKind = Literal["text", "thinking", "tool"]
@@ -258,7 +253,7 @@ def message_chunk(wire_chunk: Mapping[str, Any]) -> MessageChunk:
     usage = None
     if reported:
         usage = empty_usage()
-        merge_usage(usage, reported)
+        merge_usage(usage, wire_chunk, choice)
     return new_chunk(
         content=content if isinstance(content, str) else "",  # null on DashScope
         tool_call_chunks=pieces,
@@ -440,11 +435,11 @@ def assemble_by_concat(body: Iterable[bytes]) -> MessageChunk:
     """
     full: MessageChunk | None = None
     saw_done = False
-    for sse in parse_sse(body):
+    for sse in parse_sse(guarded(body)):
         if sse["data"] == DONE:
             saw_done = True  # the end marker; nothing follows it
             break
-        raise_if_server_error(sse)
+        check_chunk(sse)
         chunk = message_chunk(sse["data"])
         full = chunk if full is None else concat(full, chunk)  # the article's one line
     if full is None:

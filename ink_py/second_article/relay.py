@@ -97,7 +97,7 @@ from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TO
 from ..core.messages import AgentMessage
 from ..core.tools.read import create_read_tool
 from ..provider.types import LLMProvider, ProviderError
-from ..runner import first_line, terminal_safe
+from ..terminal import first_line, terminal_safe
 
 MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
 KEEP_ALIVE_SECONDS = 5.0  # longest silence on an open stream (well under common 30-60 s proxy timeouts)
