@@ -294,7 +294,7 @@ def test_model_mistakes_go_back_as_tool_errors(ink: Any, tmp_path: Path, name: s
     import io
 
     from ink_py.runner import Display
-    from ink_py.second_article.relay import sse_fields
+    from ink_py.second_article.stream import sse_fields
 
     (tmp_path / "README.md").write_text("# hi\n")
     calls = [("t1", "read", CRASHERS[name]), ("t2", "read", '{"path": "README.md"}')]

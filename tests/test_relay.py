@@ -29,7 +29,9 @@ from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article import relay as relay_module
-from ink_py.second_article.relay import RelayServer, SseChannel, make_relay_server, peer_closed
+from ink_py.second_article.guards import MAX_QUERY_CHARS
+from ink_py.second_article.relay import RelayServer, make_relay_server
+from ink_py.second_article.stream import SseChannel, peer_closed
 
 from .fake_server import FakeModelServer, Pause, Reply
 from .helpers import ROOT, sse, text_reply, tool_reply
@@ -210,7 +212,7 @@ def test_other_sites_cannot_start_runs(relay: RelayServer, headers: dict[str, st
 
 
 def test_a_question_of_exactly_the_limit_is_accepted_and_post_is_refused(relay: RelayServer) -> None:
-    response = open_stream(relay, "读" * relay_module.MAX_QUERY_CHARS)
+    response = open_stream(relay, "读" * MAX_QUERY_CHARS)
     response.close()
     refused = requests.post(f"{relay.url}chat/stream?query=hi", data=b"{}", timeout=WAIT_SECONDS)
     assert refused.status_code == 405 and "GET" in refused.json()["error"]
@@ -467,11 +469,11 @@ def test_one_session_answers_one_question_at_a_time(relay_for) -> None:
 
 
 def test_sessions_are_bounded(relay: RelayServer, monkeypatch) -> None:
-    monkeypatch.setattr("ink_py.second_article.relay.SESSIONS_KEPT", 2)
+    monkeypatch.setattr("ink_py.second_article.sessions.SESSIONS_KEPT", 2)
     for name in ("session-a1", "session-b2", "session-c3"):
         ask_in(relay, "你好", name)
     assert list(relay.sessions) == ["session-b2", "session-c3"]  # the least recently used went first
-    monkeypatch.setattr("ink_py.second_article.relay.MAX_SESSION_CHARS", 10)
+    monkeypatch.setattr("ink_py.second_article.sessions.MAX_SESSION_CHARS", 10)
     response = requests.get(
         f"{relay.url}chat/stream", params={"query": "再问", "session": "session-c3"}, timeout=WAIT_SECONDS
     )

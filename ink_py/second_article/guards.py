@@ -1,0 +1,150 @@
+"""What ``ink-py serve`` refuses before any model is asked, and what its page may do — beyond the second article.
+
+The article's relay answers whoever asks. This one listens on 127.0.0.1 unless told
+otherwise (``is_loopback``), refuses runs started by other sites (``Sec-Fetch-Site``,
+``Origin``) or reached through a foreign host name (``Host``, DNS rebinding): see
+``foreign_request``. It answers a question over 4000 characters with 413 and a malformed
+session id with 400 (``question_from``, ``session_from``: a ``BadRequest`` each), and
+serves its page with a CSP that lets only the page's own inline script and style run
+(``page_headers``).
+
+    >>> question_from("query=%E8%AF%BB%E5%8F%96+README.md")
+    '读取 README.md'
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import re
+from collections.abc import Mapping
+from urllib.parse import parse_qs
+
+MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+# ── the question and the session of /chat/stream ────────────────────────────────────────
+
+
+class BadRequest(Exception):
+    """A client's mistake: answered with ``status`` and a JSON ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def question_from(query_string: str) -> str:
+    """The ``query`` parameter of ``/chat/stream``, checked; BadRequest if unusable.
+
+    >>> for qs in ("", "query=%20", "query=" + "x" * 4001):
+    ...     try:
+    ...         question_from(qs)
+    ...     except BadRequest as bad:
+    ...         print(bad.status, bad)
+    400 missing ?query=… (the question to ask)
+    400 the query is empty: ask a question
+    413 the query is 4001 characters; at most 4000 are accepted
+    """
+    values = parse_qs(query_string, keep_blank_values=True, errors="replace").get("query")
+    if values is None:
+        raise BadRequest(400, "missing ?query=… (the question to ask)")
+    query = values[0].strip()
+    if not query:
+        raise BadRequest(400, "the query is empty: ask a question")
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadRequest(413, f"the query is {len(query)} characters; at most {MAX_QUERY_CHARS} are accepted")
+    return query
+
+
+def session_from(query_string: str) -> str | None:
+    """The optional ``session`` parameter: the conversation to continue; BadRequest if malformed.
+
+    >>> session_from("query=hi"), session_from("query=hi&session=3f2a9c1e-0b7d")
+    (None, '3f2a9c1e-0b7d')
+    """
+    values = parse_qs(query_string, keep_blank_values=True, errors="replace").get("session")
+    if values is None:
+        return None
+    if not _SESSION_ID.fullmatch(values[0]):
+        raise BadRequest(400, "session must be 8 to 64 letters, digits, - or _")
+    return values[0]
+
+
+# ── who may ask: other sites, foreign host names ────────────────────────────────────────
+
+
+def foreign_request(headers: Mapping[str, str], port: int, loopback: bool) -> str | None:
+    """Why a request must be refused, or None. Bound to this machine, the relay answers
+    only its own page, a typed URL and tools like curl: another site open in the same
+    browser may not start runs (``Sec-Fetch-Site``), nor may a DNS name that was made to
+    point at 127.0.0.1 read them (``Host``).
+
+    >>> foreign_request({"Host": "127.0.0.1:8000", "Sec-Fetch-Site": "same-origin"}, 8000, True) is None
+    True
+    >>> foreign_request({"Host": "127.0.0.1:8000", "Sec-Fetch-Site": "cross-site"}, 8000, True)
+    'requests from other sites are refused (Sec-Fetch-Site: cross-site)'
+    >>> foreign_request({"Host": "evil.example:8000"}, 8000, True)
+    'this relay only answers http://127.0.0.1:8000/ or http://localhost:8000/ (Host: evil.example:8000)'
+    """
+    site = headers.get("Sec-Fetch-Site")  # sent by browsers only; curl and requests send none
+    if site is not None and site not in ("same-origin", "none"):  # "none": typed in the address bar
+        return f"requests from other sites are refused (Sec-Fetch-Site: {site})"
+    host = headers.get("Host")
+    origin = headers.get("Origin")  # beyond the article: older browsers send Origin but no Sec-Fetch-Site
+    if origin is not None and origin not in own_origins(host, port, loopback):
+        return f"requests from other sites are refused (Origin: {origin[:200]})"
+    if loopback and host is not None and host not in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+        return f"this relay only answers http://127.0.0.1:{port}/ or http://localhost:{port}/ (Host: {host})"
+    return None
+
+
+def own_origins(host: str | None, port: int, loopback: bool) -> set[str]:
+    """The origins of this relay's own page: the loopback names, or the Host it was reached by.
+
+    >>> sorted(own_origins("127.0.0.1:8000", 8000, True))[0]
+    'http://127.0.0.1:8000'
+    """
+    if loopback:
+        return {f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"}
+    return {f"http://{host}"} if host else set()
+
+
+def is_loopback(host: str) -> bool:
+    """
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# ── what the page may do ────────────────────────────────────────────────────────────────
+
+
+def page_headers(page: str) -> dict[str, str]:
+    """Beyond the article: the page may run only its own inline script and style, talk only to
+    this server, and never be framed (clickjacking).
+
+    >>> page_headers("<script>x</script>")["Content-Security-Policy"].split("; ")[1]
+    "script-src 'sha256-LXEWQrcmsEQBYnyp+6wy9chTD7GQPMTbAiWHF5IaSIE='"
+    """
+    scripts = " ".join(_hashes(page, "script")) or "'none'"
+    styles = " ".join(_hashes(page, "style")) or "'none'"
+    policy = (
+        f"default-src 'none'; script-src {scripts}; style-src {styles}; connect-src 'self'; img-src data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+    return {"Content-Security-Policy": policy, "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}
+
+
+def _hashes(page: str, tag: str) -> list[str]:
+    """CSP hash sources for each inline ``<tag>…</tag>`` of the page."""
+    bodies = re.findall(rf"<{tag}>(.*?)</{tag}>", page, flags=re.DOTALL)
+    return [f"'sha256-{base64.b64encode(hashlib.sha256(b.encode('utf-8')).digest()).decode()}'" for b in bodies]
