@@ -21,9 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ink_py.cli import APIS
-from ink_py.scripted.dialects import MESSAGES, RESPONSES, build_dialect_reply
+from ink_py.scripted.dialects import build_dialect_reply
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.scripted.wire import MESSAGES, RESPONSES
 
 from .fake_server import FakeModelServer, Reply
 from .helpers import ROOT, fixture_bytes
@@ -301,7 +302,7 @@ def test_ink_py_serve_relays_a_messages_endpoint(workspace):
 
 @pytest.mark.parametrize("dialect", [MESSAGES, RESPONSES])
 def test_the_same_splits_pauses_and_hold_in_every_dialect(dialect):
-    from ink_py.scripted.replies import SLOW_SECONDS
+    from ink_py.scripted.wire import SLOW_SECONDS
 
     prompt = [{"role": "user", "content": "读取 README.md"}]
     body = {"stream": True, ("messages" if dialect == MESSAGES else "input"): prompt}

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from ink_py.scripted import server as model_server
-from ink_py.scripted.replies import build_reply
+from ink_py.scripted.chat_wire import build_reply
 from ink_py.scripted.server import DEFAULT_DELAY, REPLY_SECONDS, pace, start_model_server
 
 from .fake_server import FakeModelServer, Reply

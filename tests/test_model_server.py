@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
-from ink_py.scripted import replies as scripted_model
+from ink_py.scripted import chat_wire, script, wire
 from ink_py.scripted import server as model_server
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 from ink_py.scripted.server import ModelServer, start_model_server
@@ -133,28 +133,28 @@ def test_a_refused_call_is_sent_again(serve: Callable[..., ModelServer]) -> None
 
 
 def test_a_failed_read_is_reported_with_its_first_line() -> None:
-    answer = scripted_model.summarise_file("NOPE.md", "Error: ENOENT: no such file: NOPE.md\nmore detail")
+    answer = script.summarise_file("NOPE.md", "Error: ENOENT: no such file: NOPE.md\nmore detail")
     assert answer == "读取 NOPE.md 失败,工具返回:「Error: ENOENT: no such file: NOPE.md」。"
 
 
 def test_a_file_without_commands_is_quoted() -> None:
-    answer = scripted_model.summarise_file("notes.txt", "\n   1→Notes\n   2→\n   3→one\n   4→two\n   5→three\n")
+    answer = script.summarise_file("notes.txt", "\n   1→Notes\n   2→\n   3→one\n   4→two\n   5→three\n")
     assert answer == "notes.txt 的标题是「Notes」。文件里没有给出命令,开头几行是:\n\n> Notes\n> one\n> two"
 
 
 def test_commands_come_only_from_shell_blocks() -> None:
     lines = ["# Title", "```python", "# not a title", "print(1)", "```", "~~~bash", "# a comment", "$ make", "~~~"]
-    assert scripted_model.file_title(lines) == "Title"
-    assert scripted_model.file_commands(lines) == ["make"]
-    assert scripted_model.file_commands(["```", *[f"step {n}" for n in range(12)], "```"])[-1] == "step 7"
+    assert script.file_title(lines) == "Title"
+    assert script.file_commands(lines) == ["make"]
+    assert script.file_commands(["```", *[f"step {n}" for n in range(12)], "```"])[-1] == "step 7"
 
 
 def test_tools_without_read_get_a_plain_text_answer() -> None:
     other = {"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}
-    answer = scripted_model.plan_answer(wire_body("读取 README.md", tools=[other]))
+    answer = script.plan_answer(wire_body("读取 README.md", tools=[other]))
     assert answer["tool_call"] is None and "read" in answer["text"]
     for odd in ({}, {"messages": "hi"}, {"messages": [{"role": "assistant", "content": "?"}]}):
-        assert scripted_model.plan_answer(odd)["tool_call"] is None
+        assert script.plan_answer(odd)["tool_call"] is None
 
 
 JSON = st.recursive(
@@ -171,7 +171,7 @@ BODY_FIELDS = {"messages": st.lists(MESSAGE, max_size=4) | JSON, "tools": JSON, 
 
 @given(st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}))
 def test_any_request_body_gets_a_reply(body: dict[str, Any]) -> None:
-    reply = scripted_model.build_reply(body, "readme", created=0)
+    reply = chat_wire.build_reply(body, "readme", created=0)
     assert reply["status"] in (200, 400) and all(reply["writes"])
 
 
@@ -242,7 +242,7 @@ def test_each_write_is_its_own_http_chunk(serve: Callable[..., ModelServer]) -> 
         pieces.append(rest[: int(size, 16)])
         rest = rest[int(size, 16) + 2 :]
     assert len(pieces) > 10
-    assert pieces == scripted_model.split_awkwardly(b"".join(pieces))
+    assert pieces == wire.split_awkwardly(b"".join(pieces))
 
 
 # ── splitting ───────────────────────────────────────────────────────────────────────────
@@ -250,24 +250,24 @@ def test_each_write_is_its_own_http_chunk(serve: Callable[..., ModelServer]) -> 
 
 @given(st.binary(max_size=400), st.integers(min_value=1, max_value=80))
 def test_split_pieces_join_back_to_the_input(data: bytes, stride: int) -> None:
-    pieces = scripted_model.split_awkwardly(data, stride)
+    pieces = wire.split_awkwardly(data, stride)
     assert b"".join(pieces) == data
     assert all(pieces)
 
 
 def test_split_cuts_inside_characters_and_between_cr_and_lf() -> None:
-    body = scripted_model.sse_frame('{"content":"我先读一下 README.md。"}'.encode()) * 3
-    pieces = scripted_model.split_awkwardly(body)
+    body = wire.sse_frame('{"content":"我先读一下 README.md。"}'.encode()) * 3
+    pieces = wire.split_awkwardly(body)
     cuts = [sum(len(p) for p in pieces[:n]) for n in range(1, len(pieces))]
     assert any(0x80 <= body[cut] < 0xC0 for cut in cuts)  # the next write opens with a continuation byte
     assert any(body[cut - 1 : cut + 1] == b"\r\n" for cut in cuts)
-    assert scripted_model.split_awkwardly(body) == pieces  # deterministic
+    assert wire.split_awkwardly(body) == pieces  # deterministic
 
 
 def test_the_slow_scenario_takes_about_twenty_seconds_in_small_pieces() -> None:
-    reply = scripted_model.build_reply(wire_body("hi", stream=True), "slow", created=0)
+    reply = chat_wire.build_reply(wire_body("hi", stream=True), "slow", created=0)
     assert reply["pause"] is not None and 0.1 <= reply["pause"] <= 0.2
-    assert reply["pause"] * len(reply["writes"]) == pytest.approx(scripted_model.SLOW_SECONDS)
+    assert reply["pause"] * len(reply["writes"]) == pytest.approx(wire.SLOW_SECONDS)
 
 
 # ── other routes and replies ────────────────────────────────────────────────────────────
@@ -428,7 +428,7 @@ CUT = [{"role": "user", "content": "项目怎样启动?"}, {"role": "assistant",
 def test_later_turns_are_answered_from_the_history(
     scenario: str, messages: list[dict[str, Any]], reads: str | None, words: str
 ) -> None:
-    answer = scripted_model.plan_answer({"messages": messages}, scenario)
+    answer = script.plan_answer({"messages": messages}, scenario)
     assert answer["fixture"] is None and not answer["slow"]
     call = answer["tool_call"]
     assert (json.loads(call["arguments"])["path"] if call else None) == reads
@@ -436,8 +436,8 @@ def test_later_turns_are_answered_from_the_history(
 
 
 def test_continue_resumes_exactly_where_a_known_answer_stopped() -> None:
-    whole = scripted_model.summarise_file("README.md", DEMO_README)
+    whole = script.summarise_file("README.md", DEMO_README)
     cut_at = len(whole) // 2
     messages = [*READ_README[:3], {"role": "assistant", "content": whole[:cut_at]}, {"role": "user", "content": "继续"}]
-    answer = scripted_model.plan_answer({"messages": messages})
+    answer = script.plan_answer({"messages": messages})
     assert answer["tool_call"] is None and whole[:cut_at] + answer["text"] == whole

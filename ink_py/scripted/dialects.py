@@ -1,10 +1,10 @@
 """The scripted model in the two other dialects: the same answers as Anthropic Messages and OpenAI Responses.
 
-The script (``replies.plan_answer``) reads a Chat Completions conversation. This module
+The script (``script.plan_answer``) reads a Chat Completions conversation. This module
 puts a ``/v1/messages`` or ``/v1/responses`` request into those words (``as_chat_request``),
 then writes the answer in the dialect's own events, in the order the real APIs send them
 (``messages_events``, ``responses_events``) — faithful enough for the official ``anthropic``
-and ``openai`` SDKs — with the same CRLF frames, awkward byte splits and pauses. The
+and ``openai`` SDKs — with the same CRLF frames, awkward byte splits and pauses (``wire``). The
 article's scenarios replay ``fixtures/anthropic/`` and ``fixtures/responses/`` instead.
 
     >>> chat = as_chat_request({"messages": [{"role": "user", "content": "读取 setup.cfg"}]}, MESSAGES)
@@ -18,24 +18,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .replies import (
+from .script import Answer, digest, message_text, plan_answer
+from .wire import (
     ARGUMENT_PIECE,
+    MESSAGES,
+    RESPONSES,
     SLOW_PIECE,
     TEXT_PIECE,
-    Answer,
     Reply,
-    _digest,
-    _json_bytes,
-    _pieces,
+    error_reply,
     estimate_usage,
+    event_frame,
     json_reply,
-    message_text,
-    plan_answer,
+    pieces,
     replay_fixture,
+    reply_model,
     sse_reply,
 )
 
-MESSAGES, RESPONSES = "anthropic-messages", "openai-responses"
 FIXTURE_FOLDER = {MESSAGES: "anthropic", RESPONSES: "responses"}  # each dialect's copy of the article's scenarios
 USAGE = {"prompt_tokens": 0, "completion_tokens": 0}
 
@@ -51,31 +51,19 @@ def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) ->
     stream = body.get("stream") is True
     if answer["fixture"] is not None:
         return replay_fixture(answer, scenario, stream, FIXTURE_FOLDER[dialect])
-    model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else "ink-scripted"
-    digest = _digest(chat["messages"])[:24]
+    model = reply_model(body)
+    hex_id = digest(chat["messages"])[:24]
     usage = estimate_usage(chat["messages"], answer)
     if dialect == MESSAGES:
-        events = messages_events(answer, model=model, reply_id=f"msg_{digest}", usage=usage)
+        events = messages_events(answer, model=model, reply_id=f"msg_{hex_id}", usage=usage)
     else:
-        events = responses_events(answer, model=model, reply_id=f"resp_{digest}", usage=usage, created=created)
+        events = responses_events(answer, model=model, reply_id=f"resp_{hex_id}", usage=usage, created=created)
     if not stream:  # the whole reply at once: the stream's last snapshot
         whole = events[0][1]["message"] if dialect == MESSAGES else events[-1][1]["response"]
         if dialect == MESSAGES:
             whole = {**whole, **final_message(events)}
         return json_reply(200, whole)
-    return sse_reply([frame(name, data) for name, data in events], answer["slow"])
-
-
-def error_reply(status: int, message: str, dialect: str) -> Reply:
-    """Anthropic's error shape for /v1/messages; OpenAI's for /v1/responses."""
-    if dialect == MESSAGES:
-        return json_reply(status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
-    return json_reply(status, {"error": {"message": message, "type": "invalid_request_error", "param": None}})
-
-
-def frame(name: str, data: dict[str, Any]) -> bytes:
-    """One named SSE event, CRLF line endings (as the Chat Completions frames)."""
-    return b"event: " + name.encode() + b"\r\ndata: " + _json_bytes(data) + b"\r\n\r\n"
+    return sse_reply([event_frame(name, data) for name, data in events], answer["slow"])
 
 
 # ── the request, in Chat Completions' words ─────────────────────────────────────────────
@@ -200,11 +188,11 @@ def messages_events(answer: Answer, *, model: str, reply_id: str, usage: dict[st
     index = 0
     if answer["text"]:
         block(
-            0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": t} for t in _pieces(answer["text"], piece)]
+            0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": t} for t in pieces(answer["text"], piece)]
         )
         index = 1
     if call is not None:
-        fragments = ["", *_pieces(call["arguments"], ARGUMENT_PIECE)]  # Anthropic opens with an empty one
+        fragments = ["", *pieces(call["arguments"], ARGUMENT_PIECE)]  # Anthropic opens with an empty one
         tool_id = "toolu_" + call["id"].removeprefix("call_")
         block(
             index,
@@ -285,7 +273,7 @@ def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[s
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         add("response.output_item.added", output_index=index, item=item)
         add("response.content_part.added", **where, part=part)
-        for text in _pieces(answer["text"], piece):
+        for text in pieces(answer["text"], piece):
             add("response.output_text.delta", **where, delta=text, logprobs=[])
         part = {**part, "text": answer["text"]}
         add("response.output_text.done", **where, text=answer["text"], logprobs=[])
@@ -303,7 +291,7 @@ def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[s
             "name": call["name"],
         }
         add("response.output_item.added", output_index=index, item=item)
-        for fragment in _pieces(call["arguments"], ARGUMENT_PIECE):
+        for fragment in pieces(call["arguments"], ARGUMENT_PIECE):
             add("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=fragment)
         add("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=call["arguments"])
         done_items.append({**item, "status": "completed", "arguments": call["arguments"]})

@@ -12,9 +12,10 @@ no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``op
 
 Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/messages``
 (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), ``GET /v1/models``.
-What to answer, and how the bytes are cut, is decided in ``replies`` (pure logic);
-this module only reads requests and writes the replies' pieces with ``delay`` seconds
-between them. Worked example — nothing here opens a socket until you ask::
+What to answer is decided in ``script``, how it is written and cut in ``chat_wire``,
+``dialects`` and ``wire`` (pure logic); this module only reads requests and writes the
+replies' pieces with ``delay`` seconds between them. Worked example — nothing here opens
+a socket until you ask::
 
     >>> vars(parse_args(["--scenario", "slow"]))   # the command's settings, defaults filled in
     {'host': '127.0.0.1', 'port': 0, 'scenario': 'slow', 'delay': 0.02}
@@ -40,18 +41,10 @@ from typing import Any
 from ..arguments import CliParser, non_negative_float, port_number
 from ..bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
 from ..core.abort import start_thread
-from .dialects import MESSAGES, RESPONSES, build_dialect_reply
-from .replies import (
-    DEFAULT_SCENARIO,
-    MODEL_ID,
-    SSE_TYPE,
-    Reply,
-    build_reply,
-    error_body,
-    error_reply,
-    json_reply,
-    scenario_names,
-)
+from .chat_wire import build_reply
+from .dialects import build_dialect_reply
+from .script import DEFAULT_SCENARIO, MODEL_ID, scenario_names
+from .wire import MESSAGES, RESPONSES, SSE_TYPE, Reply, error_body, error_reply, json_reply
 
 DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arrive
 REPLY_SECONDS = 1.5  # ... but a long reply's pauses add up to at most this (None: no cap)

@@ -1,14 +1,12 @@
-"""The built-in scripted model: what it answers, and the bytes it streams — no sockets here.
+"""The built-in scripted model's script: what it answers, decided from the request alone — no wire format here.
 
-``ink-py`` with no ``--base-url`` starts ``server`` (the HTTP side) and talks to it
-through the real provider code, so a newcomer sees the whole loop without a network or a
-key: the model asks to ``read`` the file named in the prompt (default README.md), then
-summarises what the tool returned. This module decides that answer from the request
-alone (the server keeps no conversation state), encodes it as OpenAI Chat Completions
-chunks with CRLF frames, and cuts the body into awkward writes, the way a real network
-delivers it. The article's scenarios (``ink_py.scenarios``) replay their fixtures instead.
-
-Worked example — turn 1 asks for the file, turn 2 summarises the tool's result::
+``ink-py`` with no ``--base-url`` starts ``server``, which asks ``plan_answer`` what to say:
+the model asks to ``read`` the file named in the prompt (default README.md), then summarises
+what the tool returned. The server keeps no conversation state, so each answer is read off the
+request's Chat Completions ``messages`` (``dialects`` translates the other two dialects first).
+The answer is an ``Answer`` — text, a ``PlannedCall`` or a fixture to replay — that ``chat_wire``
+and ``dialects`` write as bytes. Sections: what to answer (turn 1, a retry, a follow-up);
+turn 2, summarising what the tools returned; the stateless ids. Worked example::
 
     >>> body = {"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]}
     >>> answer = plan_answer(body)
@@ -23,8 +21,6 @@ Worked example — turn 1 asks for the file, turn 2 summarises the tool's result
     ```
     <BLANKLINE>
     以上命令按它们在文件里出现的顺序列出。
-    >>> split_awkwardly("data: 读\\r\\n\\r\\n".encode(), stride=5)   # a cut inside 读, and between CR and LF
-    [b'data:', b' \\xe8', b'\\xaf\\xbb\\r', b'\\n\\r', b'\\n']
 """
 
 from __future__ import annotations
@@ -33,24 +29,15 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
-from itertools import pairwise
 from typing import Any, TypedDict
 
-from .scenarios import SCENARIOS, fixture_path
+from .scenarios import SCENARIOS
 
 MODEL_ID = "ink-scripted"
 DEFAULT_SCENARIO = "readme"
 SLOW_SCENARIO = "slow"  # not an article scenario: a long, slow answer to press Ctrl-C on
 DEFAULT_FILE = "README.md"
 RETRY_PHRASE = "Send the call again"  # the loop's wording when it refused a call's arguments
-SSE_TYPE = "text/event-stream"
-JSON_TYPE = "application/json"
-
-TEXT_PIECE = 5  # characters per text delta
-ARGUMENT_PIECE = 6  # characters per tool-argument fragment: `{"path` `": "RE` `ADME.m` `d"}`
-SPLIT_STRIDE = 64  # bytes between the regular cuts of split_awkwardly
-SLOW_SECONDS = 20.0  # the slow scenario's length, whatever the server's delay
-SLOW_PIECE = 2
 MAX_COMMANDS = 8
 SHELL_INFOS = {"", "sh", "bash", "shell", "console"}  # fenced blocks whose lines are commands
 
@@ -71,7 +58,9 @@ _CONTINUE = re.compile(r"(?:请)?(?:继续|接着说|接着|go on|continue)[。.
 _NUMBERED = re.compile(r"\s*\d+(?:→|\t|\|)")  # "  12→text", "12\ttext": a read tool's line numbers
 
 
-class ToolCall(TypedDict):
+class PlannedCall(TypedDict):
+    """A tool call the script decides to make, whole: the encoders cut its arguments into fragments."""
+
     id: str
     name: str
     arguments: str  # the JSON text, as a model writes it
@@ -81,20 +70,10 @@ class Answer(TypedDict):
     """What to say. ``fixture`` set: replay that fixture's bytes instead of text and tool_call."""
 
     text: str
-    tool_call: ToolCall | None
+    tool_call: PlannedCall | None
     fixture: str | None
     hold: bool  # after the reply, keep the connection open and silent (the abort scenario)
     slow: bool
-
-
-class Reply(TypedDict):
-    """What the server sends: everything but the sockets and the clock."""
-
-    status: int
-    content_type: str
-    writes: list[bytes]  # SSE bodies go out as chunked writes, one HTTP chunk each
-    pause: float | None  # seconds between writes; None means the server's --delay
-    hold: bool
 
 
 def scenario_names() -> list[str]:
@@ -116,7 +95,7 @@ def plan_answer(body: dict[str, Any], scenario: str = DEFAULT_SCENARIO) -> Answe
         return _text(help_text("请求里没有可读的 messages 列表。"))
     path = requested_file(messages)
     results = latest_tool_results(messages)
-    call_id = "call_" + _digest(messages)[24:48]  # stateless, yet new for every new conversation state
+    call_id = "call_" + digest(messages)[24:48]  # stateless, yet new for every new conversation state
 
     if results:  # a later turn: the loop ran our tool calls
         if any(RETRY_PHRASE in message_text(r.get("content")) for r in results):
@@ -383,169 +362,13 @@ def _blocks(lines: list[str]) -> Iterator[tuple[str, str | None]]:
             yield line, info
 
 
-# ── encoding: chunks, frames, usage, the non-streaming object ───────────────────────────
+# ── ids: stateless, yet new for every new conversation state ────────────────────────────
 
 
-def build_reply(body: Any, scenario: str, created: int) -> Reply:
-    """Everything the server sends for one ``POST /chat/completions`` body."""
-    if not isinstance(body, dict):
-        return error_reply(400, "The request body must be a JSON object.")
-    answer = plan_answer(body, scenario)
-    stream = body.get("stream") is True
-    if answer["fixture"] is not None:
-        return replay_fixture(answer, scenario, stream)
+def digest(value: Any) -> str:
+    """64 hex digits that depend only on ``value``: ids stay deterministic without server state.
 
-    model = body.get("model") if isinstance(body.get("model"), str) and body.get("model") else MODEL_ID
-    completion_id = "chatcmpl-" + _digest(body.get("messages"))[:24]
-    usage = estimate_usage(body.get("messages"), answer)
-    if not stream:
-        whole = completion(answer, model=model, completion_id=completion_id, created=created, usage=usage)
-        return json_reply(200, whole)
-
-    options = body.get("stream_options")
-    include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-    chunks = stream_chunks(answer, model=model, completion_id=completion_id, created=created)
-    if include_usage:
-        for chunk in chunks:
-            chunk["usage"] = None  # as OpenAI does: every chunk but the last says "usage": null
-        chunks.append({**_chunk_head(model, completion_id, created), "choices": [], "usage": usage})
-    frames = [sse_frame(_json_bytes(chunk)) for chunk in chunks] + [sse_frame(b"[DONE]")]
-    return sse_reply(frames, answer["slow"])
-
-
-def replay_fixture(answer: Answer, scenario: str, stream: bool, folder: str = "article") -> Reply:
-    """An article scenario's recorded body, byte for byte, from ``fixtures/<folder>/`` (its dialect's)."""
-    if not stream:
-        return error_reply(400, f'The scenario {scenario!r} replays a recorded stream: send "stream": true.')
-    name = str(answer["fixture"]).replace("article/", f"{folder}/", 1)
-    data = fixture_path(name).read_bytes()  # no usage, no end marker added
-    return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
-
-
-def sse_reply(frames: list[bytes], slow: bool) -> Reply:
-    """A streamed reply: cut at awkward places, or (the slow scenario) whole frames, slowly."""
-    if slow:
-        return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))
-    return _reply(200, SSE_TYPE, split_awkwardly(b"".join(frames)))
-
-
-def error_body(message: str) -> dict[str, Any]:
-    """OpenAI's error shape."""
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
-
-
-def error_reply(status: int, message: str) -> Reply:
-    return json_reply(status, error_body(message))
-
-
-def json_reply(status: int, value: Any) -> Reply:
-    return _reply(status, JSON_TYPE, [_json_bytes(value)])
-
-
-def _reply(
-    status: int, content_type: str, writes: list[bytes], pause: float | None = None, hold: bool = False
-) -> Reply:
-    return {"status": status, "content_type": content_type, "writes": writes, "pause": pause, "hold": hold}
-
-
-def stream_chunks(answer: Answer, *, model: str, completion_id: str, created: int) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of an answer: role, text, tool call, finish.
-
-    >>> call = {"id": "call_1", "name": "read", "arguments": '{"path": "a.md"}'}
-    >>> answer = {"text": "", "tool_call": call, "fixture": None, "hold": False, "slow": False}
-    >>> [c["choices"][0]["delta"] for c in stream_chunks(answer, model="m", completion_id="c", created=0)]
-    ... # doctest: +NORMALIZE_WHITESPACE
-    [{'role': 'assistant', 'content': ''},
-     {'tool_calls': [{'index': 0, 'id': 'call_1', 'type': 'function', 'function': {'name': 'read', 'arguments': ''}}]},
-     {'tool_calls': [{'index': 0, 'function': {'arguments': '{"path'}}]},
-     {'tool_calls': [{'index': 0, 'function': {'arguments': '": "a.'}}]},
-     {'tool_calls': [{'index': 0, 'function': {'arguments': 'md"}'}}]},
-     {}]
+    >>> digest([{"role": "user", "content": "hi"}]) == digest([{"content": "hi", "role": "user"}])
+    True
     """
-    head = _chunk_head(model, completion_id, created)
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
-
-    chunks = [chunk({"role": "assistant", "content": ""})]  # the first delta names the role
-    piece = SLOW_PIECE if answer["slow"] else TEXT_PIECE
-    chunks += [chunk({"content": text}) for text in _pieces(answer["text"], piece)]
-    call = answer["tool_call"]
-    if call is not None:
-        function = {"name": call["name"], "arguments": ""}  # opens the call; the arguments follow in fragments
-        chunks.append(chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function", "function": function}]}))
-        for fragment in _pieces(call["arguments"], ARGUMENT_PIECE):
-            chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}))
-    chunks.append(chunk({}, "tool_calls" if call is not None else "stop"))
-    return chunks
-
-
-def completion(
-    answer: Answer, *, model: str, completion_id: str, created: int, usage: dict[str, int]
-) -> dict[str, Any]:
-    """The whole answer as one ``chat.completion`` object (``"stream": false``)."""
-    message: dict[str, Any] = {"role": "assistant", "content": answer["text"] or None, "refusal": None}
-    call = answer["tool_call"]
-    if call is not None:
-        function = {"name": call["name"], "arguments": call["arguments"]}
-        message["tool_calls"] = [{"id": call["id"], "type": "function", "function": function}]
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if call else "stop"}
-    head = {"id": completion_id, "object": "chat.completion", "created": created, "model": model}
-    return {**head, "choices": [choice], "usage": usage}
-
-
-def estimate_usage(messages: Any, answer: Answer) -> dict[str, int]:
-    """Deterministic token counts: about four characters per token."""
-    call = answer["tool_call"]
-    prompt = _tokens(json.dumps(messages, ensure_ascii=False))
-    output = _tokens(answer["text"] + (call["name"] + call["arguments"] if call else ""))
-    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
-
-
-def sse_frame(data: bytes) -> bytes:
-    """One SSE event with CRLF line endings, as some proxies send them."""
-    return b"data: " + data + b"\r\n\r\n"
-
-
-def _chunk_head(model: str, completion_id: str, created: int) -> dict[str, Any]:
-    return {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
-
-
-def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _tokens(text: str) -> int:
-    return (len(text) + 3) // 4
-
-
-def _digest(value: Any) -> str:
-    """48 hex digits that depend only on ``value``: ids stay deterministic without server state."""
     return hashlib.sha256(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-# ── splitting: the writes a slow network delivers ───────────────────────────────────────
-
-
-def split_awkwardly(data: bytes, stride: int = SPLIT_STRIDE) -> list[bytes]:
-    """Cut ``data`` into writes at awkward places; joined, they give ``data`` back.
-
-    Cuts fall every ``stride`` bytes (inside keys, numbers, JSON strings), after the first
-    byte of each line's first multi-byte UTF-8 character, and between the CR and LF of
-    every CRLF — each a place where a careless SSE reader breaks.
-    """
-    cuts = set(range(stride, len(data), stride))
-    offset = 0
-    for line in data.splitlines(keepends=True):  # bytes split only at CR, LF and CRLF
-        lead = next((i for i, byte in enumerate(line) if byte >= 0xC0), None)  # a multi-byte character starts
-        if lead is not None:
-            cuts.add(offset + lead + 1)  # its bytes arrive in two writes
-        if line.endswith(b"\r\n"):
-            cuts.add(offset + len(line) - 1)  # the CR ends one write, the LF opens the next
-        offset += len(line)
-    points = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
-    return [data[a:b] for a, b in pairwise(points) if b > a]  # never an empty write: it would end the body

@@ -1,0 +1,149 @@
+"""How the scripted model writes on the wire, whatever the dialect: replies, frames, awkward cuts.
+
+``chat_wire`` (Chat Completions) and ``dialects`` (Messages, Responses) turn the script's
+``Answer`` into events; this module holds what they share. Sections: the ``Reply`` the server
+sends (JSON, SSE, errors in each dialect's shape, an article fixture replayed byte for byte);
+the bytes (compact JSON, text pieces, CRLF SSE frames, a usage estimate); and the cuts a slow
+network makes, which ``split_awkwardly`` puts where a careless SSE reader breaks::
+
+    >>> event_frame("ping", {"type": "ping"})
+    b'event: ping\\r\\ndata: {"type":"ping"}\\r\\n\\r\\n'
+    >>> split_awkwardly("data: 读\\r\\n\\r\\n".encode(), stride=5)   # a cut inside 读, and between CR and LF
+    [b'data:', b' \\xe8', b'\\xaf\\xbb\\r', b'\\n\\r', b'\\n']
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any, TypedDict
+
+from .scenarios import fixture_path
+from .script import MODEL_ID, Answer
+
+CHAT, MESSAGES, RESPONSES = "openai-completions", "anthropic-messages", "openai-responses"  # the dialects
+SSE_TYPE = "text/event-stream"
+JSON_TYPE = "application/json"
+
+TEXT_PIECE = 5  # characters per text delta
+ARGUMENT_PIECE = 6  # characters per tool-argument fragment: `{"path` `": "RE` `ADME.m` `d"}`
+SPLIT_STRIDE = 64  # bytes between the regular cuts of split_awkwardly
+SLOW_SECONDS = 20.0  # the slow scenario's length, whatever the server's delay
+SLOW_PIECE = 2
+
+
+class Reply(TypedDict):
+    """What the server sends: everything but the sockets and the clock."""
+
+    status: int
+    content_type: str
+    writes: list[bytes]  # SSE bodies go out as chunked writes, one HTTP chunk each
+    pause: float | None  # seconds between writes; None means the server's --delay
+    hold: bool
+
+
+# ── replies ─────────────────────────────────────────────────────────────────────────────
+
+
+def replay_fixture(answer: Answer, scenario: str, stream: bool, folder: str = "article") -> Reply:
+    """An article scenario's recorded body, byte for byte, from ``fixtures/<folder>/`` (its dialect's)."""
+    if not stream:
+        return error_reply(400, f'The scenario {scenario!r} replays a recorded stream: send "stream": true.')
+    name = str(answer["fixture"]).replace("article/", f"{folder}/", 1)
+    data = fixture_path(name).read_bytes()  # no usage, no end marker added
+    return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
+
+
+def sse_reply(frames: list[bytes], slow: bool) -> Reply:
+    """A streamed reply: cut at awkward places, or (the slow scenario) whole frames, slowly."""
+    if slow:
+        return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))
+    return _reply(200, SSE_TYPE, split_awkwardly(b"".join(frames)))
+
+
+def error_body(message: str) -> dict[str, Any]:
+    """OpenAI's error shape."""
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+
+def error_reply(status: int, message: str, dialect: str = CHAT) -> Reply:
+    """The dialect's error shape: OpenAI's for Chat Completions, Anthropic's for Messages, Responses' own."""
+    if dialect == MESSAGES:
+        return json_reply(status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+    if dialect == RESPONSES:
+        return json_reply(status, {"error": {"message": message, "type": "invalid_request_error", "param": None}})
+    return json_reply(status, error_body(message))
+
+
+def reply_model(body: dict[str, Any]) -> str:
+    """The model a reply names: the request's ``model`` when it is a non-empty string, else ours."""
+    model = body.get("model")
+    return model if isinstance(model, str) and model else MODEL_ID
+
+
+def json_reply(status: int, value: Any) -> Reply:
+    return _reply(status, JSON_TYPE, [json_bytes(value)])
+
+
+def _reply(
+    status: int, content_type: str, writes: list[bytes], pause: float | None = None, hold: bool = False
+) -> Reply:
+    return {"status": status, "content_type": content_type, "writes": writes, "pause": pause, "hold": hold}
+
+
+# ── bytes: JSON, pieces, frames, usage ──────────────────────────────────────────────────
+
+
+def json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as the APIs send it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def pieces(text: str, size: int) -> list[str]:
+    """``text`` in ``size``-character pieces: the deltas a model streams."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def sse_frame(data: bytes) -> bytes:
+    """One SSE event with CRLF line endings, as some proxies send them."""
+    return b"data: " + data + b"\r\n\r\n"
+
+
+def event_frame(name: str, data: dict[str, Any]) -> bytes:
+    """One named SSE event (the Messages and Responses way), CRLF line endings as ``sse_frame``."""
+    return b"event: " + name.encode() + b"\r\n" + sse_frame(json_bytes(data))
+
+
+def estimate_usage(messages: Any, answer: Answer) -> dict[str, int]:
+    """Deterministic token counts: about four characters per token."""
+    call = answer["tool_call"]
+    prompt = _tokens(json.dumps(messages, ensure_ascii=False))
+    output = _tokens(answer["text"] + (call["name"] + call["arguments"] if call else ""))
+    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
+
+
+def _tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+# ── splitting: the writes a slow network delivers ───────────────────────────────────────
+
+
+def split_awkwardly(data: bytes, stride: int = SPLIT_STRIDE) -> list[bytes]:
+    """Cut ``data`` into writes at awkward places; joined, they give ``data`` back.
+
+    Cuts fall every ``stride`` bytes (inside keys, numbers, JSON strings), after the first
+    byte of each line's first multi-byte UTF-8 character, and between the CR and LF of
+    every CRLF — each a place where a careless SSE reader breaks.
+    """
+    cuts = set(range(stride, len(data), stride))
+    offset = 0
+    for line in data.splitlines(keepends=True):  # bytes split only at CR, LF and CRLF
+        lead = next((i for i, byte in enumerate(line) if byte >= 0xC0), None)  # a multi-byte character starts
+        if lead is not None:
+            cuts.add(offset + lead + 1)  # its bytes arrive in two writes
+        if line.endswith(b"\r\n"):
+            cuts.add(offset + len(line) - 1)  # the CR ends one write, the LF opens the next
+        offset += len(line)
+    points = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
+    return [data[a:b] for a, b in pairwise(points) if b > a]  # never an empty write: it would end the body
