@@ -71,7 +71,7 @@ from ..provider import anthropic_messages, openai_completions, openai_responses,
 from ..provider.shared import DONE
 from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED, terminal_safe, wants_colour
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
-from .exercises import CLOSE, OPEN
+from .stubs import CLOSE, OPEN
 
 # The functions whose lines a step shows: the article's core loop and the helpers it calls.
 TRACED: list[Callable[..., Any]] = [
