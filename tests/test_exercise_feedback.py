@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ink_py.course import exercises as ex
+from ink_py.course.catalogue import EXERCISES
+from ink_py.course.checker import REPORT_ENV, describe_failure, pytest_arguments
+from ink_py.course.stubs import function_regions, replace_body
+from ink_py.course.working_copy import start
 
 from .test_exercises import put_back, run_sessions
 
@@ -105,7 +108,7 @@ WRONG = [
      ["KeyError: 'finish_reason'", "fix exercise 5 first", "walkthrough.md §4.1", "check 5"]),
     # Three exercises of one loop started, none written: each check says its own is not written — no circle.
     *[(f"ex3-4-5-started-check-{n}", n, {3: STUB, 4: STUB, 5: STUB},
-       f"exercise {n} · {ex.EXERCISES[n]['slug']} — not written yet", [f"hint {n}", "!finish exercise"])
+       f"exercise {n} · {EXERCISES[n]['slug']} — not written yet", [f"hint {n}", "!finish exercise"])
       for n in (3, 4, 5)],
     ("ex4-written-ex5-not", 4, {4: None, 5: STUB},
      "exercise 4 · tool-calls — test_", ["also runs exercise 5", "finish exercise 5 first: ink-py exercise check 5"]),
@@ -133,12 +136,12 @@ def write_solution(copy: Path, number: int, solution) -> None:
         put_back(copy, number, solution or ("", ""))
         return
     put_back(copy, number)  # the reference's code everywhere else; a new body for the exercise's function
-    relative, _, function = ex.EXERCISES[number]["functions"][0].partition(":")
+    relative, _, function = EXERCISES[number]["functions"][0].partition(":")
     text = (copy / relative).read_text(encoding="utf-8")
-    [region] = [r for r in ex.function_regions(text) if r["number"] == number]
+    [region] = [r for r in function_regions(text) if r["number"] == number]
     body = textwrap.dedent(solution).strip("\n")
     lines = [region["indent"] + line if line else "" for line in body.split("\n")]
-    (copy / relative).write_text(ex.replace_body(text, region, lines), encoding="utf-8")
+    (copy / relative).write_text(replace_body(text, region, lines), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -149,17 +152,17 @@ def checked(tmp_path_factory) -> dict[str, tuple[str, Path]]:
     for name, number, solutions, _, _ in WRONG:
         copy = base / name.replace("-", "_")
         for started in sorted(solutions):
-            ex.start(started, copy)
+            start(started, copy)
         for started, solution in solutions.items():
             write_solution(copy, started, solution)
         copies[name] = (number, copy)
         report = base / f"{copy.name}.json"
-        jobs.append({"env": ex.REPORT_ENV, "report": str(report), "args": ex.check_arguments(copy, number)})
+        jobs.append({"env": REPORT_ENV, "report": str(report), "args": pytest_arguments(copy, number)})
     run_sessions(jobs)
     said = {}
     for (name, (number, copy)), job in zip(copies.items(), jobs, strict=True):
         report = json.loads(Path(job["report"]).read_text(encoding="utf-8"))
-        words = ex.describe_failure(number, report, copy) if report["exitstatus"] == 1 else "passed"
+        words = describe_failure(number, report, copy) if report["exitstatus"] == 1 else "passed"
         said[name] = (words, copy)
     return said
 

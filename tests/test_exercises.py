@@ -1,4 +1,4 @@
-"""The course exercises' machinery (``ink_py/course/exercises.py``): markers, stubs, copies, check, hint, list.
+"""The course exercises' machinery (``ink_py/course/``): markers, stubs, copies, check, hint, list.
 
 The heart of it, for every exercise that has markers: a freshly stubbed copy FAILS the
 exercise's tests (each region on its own, too — no region's tests pass vacuously), and the
@@ -18,9 +18,25 @@ from pathlib import Path
 import pytest
 
 from ink_py.course import exercises as ex
+from ink_py.course.catalogue import EXERCISES, exercise_number
+from ink_py.course.checker import REPORT_ENV, marked_test_files, pytest_arguments
+from ink_py.course.exercises import read_command
+from ink_py.course.stubs import (
+    PACKAGE_DIR,
+    MarkerError,
+    body_of,
+    find_regions,
+    group_by_file,
+    is_stub,
+    package_regions,
+    replace_body,
+    stub_body,
+    stub_source,
+)
+from ink_py.course.working_copy import is_working_copy, load_state, make_copy, start
 
 ROOT = Path(__file__).resolve().parent.parent
-REGIONS = ex.package_regions()
+REGIONS = package_regions()
 AVAILABLE = sorted(REGIONS)  # every exercise whose regions are marked in the source
 REPORT_PLUGIN = "ink_py.course.check_plugin"  # what check loads into pytest
 SPLIT = [(n, i) for n in AVAILABLE if len(REGIONS[n]) > 1 for i in range(len(REGIONS[n]))]
@@ -33,16 +49,16 @@ def files_of(folder: Path) -> dict[str, str]:
 def put_back(copy: Path, number: int, change: tuple[str, str] = ("", "")) -> None:
     """Put the reference's code back into exercise ``number``'s regions of the copy — a correct
     solution — optionally with ``change`` (old, new) applied to it: a wrong one."""
-    for relative, regions in ex.group_by_file(REGIONS[number]).items():
-        reference = (ex.PACKAGE_DIR / relative).read_text(encoding="utf-8")
+    for relative, regions in group_by_file(REGIONS[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
         target = copy / relative
         text = target.read_text(encoding="utf-8")
-        ours = [r for r in ex.find_regions(text) if r["number"] == number]
+        ours = [r for r in find_regions(text) if r["number"] == number]
         for region, mine in reversed(list(zip(regions, ours, strict=True))):
-            body = "\n".join(ex.body_of(reference, region))
+            body = "\n".join(body_of(reference, region))
             if change[0]:
                 body = body.replace(*change)
-            text = ex.replace_body(text, mine, body.split("\n"))
+            text = replace_body(text, mine, body.split("\n"))
         target.write_text(text, encoding="utf-8")
 
 
@@ -56,9 +72,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_every_exercise_has_markers_hints_and_a_walkthrough_section():
-    assert set(AVAILABLE) == set(ex.EXERCISES) == set(range(1, 10))
+    assert set(AVAILABLE) == set(EXERCISES) == set(range(1, 10))
     for number in range(1, 10):
-        exercise = ex.EXERCISES[number]
+        exercise = EXERCISES[number]
         assert 3 <= len(exercise["hints"]) <= 4 and exercise["section"].startswith("§")
 
 
@@ -76,8 +92,8 @@ def test_every_exercise_has_markers_hints_and_a_walkthrough_section():
     ids=["unclosed", "stray-close", "wrong-number", "nested", "indent-mismatch", "no-code", "dedented-line"],
 )
 def test_markers_that_break_the_grammar_are_reported_with_their_line(source, problem):
-    with pytest.raises(ex.MarkerError, match=problem) as caught:
-        ex.find_regions(source, "demo.py")
+    with pytest.raises(MarkerError, match=problem) as caught:
+        find_regions(source, "demo.py")
     assert str(caught.value).startswith("demo.py:")
 
 
@@ -99,7 +115,7 @@ def test_a_stub_compiles_wherever_the_region_is_and_raises_only_when_reached():
                 return 2
         """
     )
-    stubbed = ex.stub_source(ex.stub_source(source, 3), 7)
+    stubbed = stub_source(stub_source(source, 3), 7)
     namespace: dict = {}
     exec(compile(stubbed, "<stub>", "exec"), namespace)
     f = namespace["f"]
@@ -110,15 +126,15 @@ def test_a_stub_compiles_wherever_the_region_is_and_raises_only_when_reached():
         f(None)
     assert "        # TODO: keep the last one\n" in stubbed
     assert "last = item" not in stubbed
-    assert [(r["number"], r["indent"]) for r in ex.find_regions(stubbed)] == [(3, " " * 8), (7, " " * 8)]
+    assert [(r["number"], r["indent"]) for r in find_regions(stubbed)] == [(3, " " * 8), (7, " " * 8)]
 
 
 @pytest.mark.parametrize("relative", sorted({relative for regions in REGIONS.values() for relative, _ in regions}))
 def test_stubbing_every_exercise_keeps_each_signature_and_docstring(relative):
-    reference = (ex.PACKAGE_DIR / relative).read_text(encoding="utf-8")
+    reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
     stubbed = reference
     for number in AVAILABLE:
-        stubbed = ex.stub_source(stubbed, number)
+        stubbed = stub_source(stubbed, number)
 
     def signatures(text: str) -> dict[str, tuple[str, str | None]]:
         tree = ast.parse(text)
@@ -129,14 +145,14 @@ def test_stubbing_every_exercise_keeps_each_signature_and_docstring(relative):
         }
 
     assert signatures(stubbed) == signatures(reference)
-    for region in ex.find_regions(stubbed):
-        assert ex.is_stub(stubbed, region)
+    for region in find_regions(stubbed):
+        assert is_stub(stubbed, region)
 
 
 def test_the_stub_of_parse_frame_keeps_the_reference_comments_as_todos():
-    stubbed = ex.stub_source((ex.PACKAGE_DIR / "provider/shared.py").read_text(encoding="utf-8"), 1)
-    [region] = [r for r in ex.find_regions(stubbed) if r["number"] == 1]
-    body = ex.body_of(stubbed, region)
+    stubbed = stub_source((PACKAGE_DIR / "provider/shared.py").read_text(encoding="utf-8"), 1)
+    [region] = [r for r in find_regions(stubbed) if r["number"] == 1]
+    body = body_of(stubbed, region)
     assert "    # TODO: the default SSE event name when there is no `event:` line" in body
     assert body[-1] == (
         '    raise NotImplementedError("exercise 1 not written yet: parse_frame: event name, data lines, JSON, '
@@ -183,19 +199,19 @@ def reports(tmp_path_factory) -> dict[str, dict]:
     jobs = []
 
     def job(name: str, args: list[str]) -> None:
-        jobs.append({"env": ex.REPORT_ENV, "report": str(base / f"{name}.json"), "args": args})
+        jobs.append({"env": REPORT_ENV, "report": str(base / f"{name}.json"), "args": args})
 
     for number in AVAILABLE:
         copy = base / f"stub_ex{number}"
-        ex.start(number, copy)
-        job(copy.name, ex.check_arguments(copy, number))
+        start(number, copy)
+        job(copy.name, pytest_arguments(copy, number))
     for number, index in SPLIT:
         copy = base / f"stub_ex{number}_r{index}"
-        ex.make_copy(copy)
+        make_copy(copy)
         relative, region = REGIONS[number][index]
-        reference = (ex.PACKAGE_DIR / relative).read_text(encoding="utf-8")
-        (copy / relative).write_text(ex.replace_body(reference, region, ex.stub_body(reference, region)))
-        job(copy.name, ex.check_arguments(copy, number))
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        (copy / relative).write_text(replace_body(reference, region, stub_body(reference, region)))
+        job(copy.name, pytest_arguments(copy, number))
     everything = " or ".join(f"ex{n}" for n in AVAILABLE)
     job(
         "reference",
@@ -239,14 +255,14 @@ def test_the_reference_passes_the_exercise_tests_and_check_selects_them_all(repo
     assert mine, f"no test is marked ex{number}"
     assert {report["outcomes"][nodeid] for nodeid in mine} == {"passed"}
     # check collects only the modules that say `mark.exN`: they must hold every such test
-    assert {nodeid.split("::")[0] for nodeid in mine} <= set(ex.marked_test_files(number))
+    assert {nodeid.split("::")[0] for nodeid in mine} <= set(marked_test_files(number))
 
 
 # ── the working copy ────────────────────────────────────────────────────────────────────
 
 
 def test_the_copy_imports_only_itself(tmp_path):
-    ex.make_copy(tmp_path / "solo_ink")
+    make_copy(tmp_path / "solo_ink")
     script = textwrap.dedent(
         """\
         import importlib, pkgutil, sys
@@ -278,7 +294,7 @@ def test_start_accumulates_keeps_the_students_edits_and_never_restarts(tmp_path,
     code, out, _ = run(capsys, "start", "1")
     assert code == 0 and "my_ink/provider/shared.py:" in out and "walkthrough.md §2.1" in out
     copy = tmp_path / "my_ink"
-    assert ex.load_state(copy)["started"] == [1]
+    assert load_state(copy)["started"] == [1]
 
     put_back(copy, 1)  # the student solves exercise 1…
     loop = copy / "core" / "loop.py"
@@ -291,7 +307,7 @@ def test_start_accumulates_keeps_the_students_edits_and_never_restarts(tmp_path,
     assert after["core/loop.py"].endswith("# my own note\n")
     shared = after["provider/shared.py"]
     assert 'event = "message"  # the default SSE event name' in shared  # the solution of 1 stays
-    assert [r["number"] for r in ex.find_regions(shared) if ex.is_stub(shared, r)] == [2]
+    assert [r["number"] for r in find_regions(shared) if is_stub(shared, r)] == [2]
     assert {k: v for k, v in after.items() if k != "provider/shared.py"} == {
         k: v for k, v in solved.items() if k != "provider/shared.py"
     }
@@ -300,7 +316,7 @@ def test_start_accumulates_keeps_the_students_edits_and_never_restarts(tmp_path,
         code, out, _ = run(capsys, "start", name)
         assert code == 0 and "already started" in out and "nothing changed" in out
         assert files_of(copy) == after
-    assert ex.load_state(copy)["started"] == [1, 2]
+    assert load_state(copy)["started"] == [1, 2]
 
 
 def test_start_refuses_what_it_cannot_safely_change(tmp_path, monkeypatch, capsys):
@@ -327,24 +343,29 @@ def test_start_refuses_what_it_cannot_safely_change(tmp_path, monkeypatch, capsy
     before = files_of(tmp_path / "my_ink")
     code, _, err = run(capsys, "start", "6")
     assert code == 1 and "region differs from ink_py's" in err and "Nothing was changed" in err
-    assert files_of(tmp_path / "my_ink") == before and ex.load_state(tmp_path / "my_ink")["started"] == [1]
+    assert files_of(tmp_path / "my_ink") == before and load_state(tmp_path / "my_ink")["started"] == [1]
 
     empty = tmp_path / "empty_ink"
     empty.mkdir()
     assert run(capsys, "start", "1", "--dir", "empty_ink")[0] == 0  # an empty folder loses nothing
-    assert ex.is_working_copy(empty)
+    assert is_working_copy(empty)
 
 
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["frobnicate"], "unknown command 'frobnicate'"),
-        (["start"], "which exercise?"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["start"], "the following arguments are required: NAME"),
+        (["check"], "which exercise? e.g. ink-py exercise check 1"),
         (["start", "99"], "no exercise '99'"),
         (["hint", "parse-frames"], "no exercise 'parse-frames'"),
-        (["start", "1", "a", "b"], "too many arguments"),
+        (["start", "1", "a", "b"], "unrecognized arguments: b"),
+        (["check", "--all", "a", "b"], "too many arguments for check: b"),
         (["start", "1", "a", "--dir", "b"], "give the folder once"),
-        (["list", "--verbose"], "unknown option --verbose"),
+        (["--dir", "a", "list", "b"], "give the folder once"),
+        (["--dir", "a"], "which command?"),
+        (["list", "--verbose"], "unrecognized arguments: --verbose"),
+        (["list", "--dir="], "argument --dir: needs a path"),
         (["check", "1"], "no working copy at my_ink"),
     ],
 )
@@ -354,13 +375,60 @@ def test_usage_mistakes_are_one_error_line(tmp_path, monkeypatch, capsys, argv, 
     assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [["--help"], ["start", "--help"], ["check", "1", "-h"], ["list", "--help"], ["hint", "--help"], ["reset", "-h"]],
-)
-def test_help_works_after_every_command(capsys, argv):
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["help"], ["--dir", "mine", "--help"]])
+def test_help_shows_every_command(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert (code, err) == (0, "") and out.startswith("usage: ink-py exercise") and "hint  NAME [DIR]" in out
+
+
+COMMANDS = ["list", "start", "check", "hint", "reset", "diff", "report"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("where", ["alone", "after-a-name"])
+def test_every_command_takes_help(capsys, command, where):
+    words = [command, "--help"] if where == "alone" else [command, "1", "my_ink", "-h"]
+    if where != "alone" and command in ("list", "report"):
+        words = [command, "my_ink", "-h"]
+    code, out, err = run(capsys, *words)
+    assert (code, err) == (0, "") and out.startswith(f"usage: ink-py exercise {command} [-h]")
+    assert "--dir DIR" in out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_unknown_flag_is_one_error_line_in_every_command(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, command, "1", "--frobnicate")
+    assert (code, out) == (1, "") and err.startswith("error: ") and err.count("\n") == 1
+    assert "--frobnicate" in err and not list(tmp_path.iterdir())  # nothing was done
+
+
+@pytest.mark.parametrize(
+    "argv, command, name, folder",
+    [
+        (["list"], "list", None, "my_ink"),
+        (["list", "mine"], "list", None, "mine"),
+        (["--dir", "mine", "list"], "list", None, "mine"),
+        (["start", "1", "mine"], "start", "1", "mine"),
+        (["start", "parse-frame", "--dir", "mine"], "start", "parse-frame", "mine"),
+        (["start", "--dir=mine", "ex1"], "start", "ex1", "mine"),
+        (["check", "1"], "check", "1", "my_ink"),
+        (["check", "--all"], "check", None, "my_ink"),
+        (["check", "--all", "mine"], "check", None, "mine"),
+        (["check", "mine", "--all"], "check", None, "mine"),
+        (["check", "--all", "--dir", "mine"], "check", None, "mine"),
+        (["hint", "Text_Delta", "mine"], "hint", "Text_Delta", "mine"),
+        (["reset", "1", "--yes", "mine"], "reset", "1", "mine"),
+        (["diff", "1", "--dir", "mine"], "diff", "1", "mine"),
+        (["report", "mine", "--json", "r.json", "--junit=r.xml"], "report", None, "mine"),
+    ],
+)
+def test_every_spelling_of_a_command_reads_the_same(argv, command, name, folder):
+    args = read_command(argv)
+    assert (args.command, args.name, args.folder) == (command, name, Path(folder))
+    assert getattr(args, "yes", False) == ("--yes" in argv)
+    if command == "report":
+        assert (args.json, args.junit) == ("r.json", "r.xml")
 
 
 def test_no_subcommand_prints_the_usage(capsys):
@@ -370,7 +438,7 @@ def test_no_subcommand_prints_the_usage(capsys):
 
 @pytest.mark.parametrize("name, number", [("1", 1), ("ex2", 2), ("text-delta", 3), ("Safe_Parse_Json", 7)])
 def test_exercise_names(name, number):
-    assert ex.exercise_number(name) == number
+    assert exercise_number(name) == number
 
 
 def test_hints_come_one_more_each_time_and_are_remembered(tmp_path, monkeypatch, capsys):
@@ -383,7 +451,7 @@ def test_hints_come_one_more_each_time_and_are_remembered(tmp_path, monkeypatch,
     run(capsys, "start", "1")  # the copy takes the count over
     out = run(capsys, "hint", "1")[1]
     assert "提示 1/4" in out and "提示 3/4" in out and "提示 4/4" not in out
-    assert ex.load_state(tmp_path / "my_ink")["hints"] == {"1": 3}
+    assert load_state(tmp_path / "my_ink")["hints"] == {"1": 3}
     assert "提示 4/4" in run(capsys, "hint", "1")[1]
     out = run(capsys, "hint", "1")[1]
     assert "提示 4/4" in out and "last hint" in out
@@ -415,7 +483,7 @@ def test_check_on_a_fresh_stub_says_not_written_yet_and_where_to_read(tmp_path, 
     assert "exercise 1 · parse-frame — not written yet" in out
     assert "my_ink/provider/shared.py:" in out and "re-read walkthrough.md §2.1" in out
     assert len(out.splitlines()) <= 4 and "Traceback" not in out and "====" not in out
-    assert ex.load_state(tmp_path / "my_ink")["checks"] == {"1": "red"}
+    assert load_state(tmp_path / "my_ink")["checks"] == {"1": "red"}
 
 
 def test_check_a_wrong_solution_tells_what_was_fed_expected_and_got(tmp_path, monkeypatch, capsys):
@@ -468,7 +536,7 @@ def documented_run(cwd: Path, impl: str, *, script: bool, env: dict | None = Non
 
 
 def test_pytest_impl_works_as_written_from_the_students_folder(tmp_path):
-    ex.start(1, tmp_path / "my_ink")
+    start(1, tmp_path / "my_ink")
     stubbed = documented_run(tmp_path, "my_ink", script=True)
     assert stubbed.returncode == 1, stubbed.stdout + stubbed.stderr
     assert "unrecognized arguments" not in stubbed.stderr
@@ -485,7 +553,7 @@ def test_pytest_impl_works_as_written_from_the_checkout_even_without_plugin_auto
 
     scratch = Path(tempfile.mkdtemp(prefix=".impl-test-", dir=ROOT))  # a copy inside the checkout: a relative path
     try:
-        ex.start(1, scratch / "my_ink")
+        start(1, scratch / "my_ink")
         relative = f"{scratch.name}/my_ink"
         for env in ({}, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):  # the entry point, or the top-level conftest.py
             done = documented_run(ROOT, relative, script=False, env=env)
@@ -499,25 +567,22 @@ def test_pytest_impl_works_as_written_from_the_checkout_even_without_plugin_auto
 
 def test_each_stub_lists_the_words_its_tests_compare(tmp_path):
     for number in AVAILABLE:
-        for message in ex.EXERCISES[number]["messages"]:
+        for message in EXERCISES[number]["messages"]:
             copy = tmp_path / f"words_ex{number}"
             if not copy.exists():
-                ex.start(number, copy)
+                start(number, copy)
             stubs = "".join(
-                "\n".join(ex.body_of(text, region))
+                "\n".join(body_of(text, region))
                 for relative, _ in REGIONS[number]
                 for text in [(copy / relative).read_text(encoding="utf-8")]
-                for region in ex.find_regions(text)
+                for region in find_regions(text)
                 if region["number"] == number
             )
             assert f"# TODO:     {message}\n" in stubs + "\n", (number, message)
     for number in (5, 7, 8):  # the exact error texts of §4: each appears where the test looks for it
-        assert ex.EXERCISES[number]["messages"]
-    assert (
-        "output token limit" in ex.EXERCISES[8]["messages"][0]
-        and "Send the call again" in ex.EXERCISES[8]["messages"][0]
-    )
-    assert "stream ended without finish_reason — response may be truncated" in ex.EXERCISES[5]["messages"][0]
+        assert EXERCISES[number]["messages"]
+    assert "output token limit" in EXERCISES[8]["messages"][0] and "Send the call again" in EXERCISES[8]["messages"][0]
+    assert "stream ended without finish_reason — response may be truncated" in EXERCISES[5]["messages"][0]
 
 
 # ── the tools of a course: check --all, report, diff, reset (issue 13) ─────────────────
@@ -553,7 +618,7 @@ def test_check_all_report_diff_and_reset_on_one_copy(tmp_path, monkeypatch, caps
     assert rows["parse-frame"][2] == "red" and re.fullmatch(r"\d+/\d+", rows["parse-frame"][3])
     assert rows["text-delta"][2] == "green" and re.fullmatch(r"(\d+)/\1", rows["text-delta"][3])
     assert rows["tool-calls"][2:4] == ["not", "started"]
-    state = ex.load_state(copy)
+    state = load_state(copy)
     assert state["attempts"] == {"1": 1, "3": 1} and set(state["first_green"]) == {"3"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", state["first_green"]["3"])
 
@@ -569,7 +634,7 @@ def test_check_all_report_diff_and_reset_on_one_copy(tmp_path, monkeypatch, caps
     cases = {case.get("name"): case for case in suite}
     assert cases["exercise 1 · parse-frame"].find("failure") is not None
     assert len(cases["exercise 3 · text-delta"]) == 0
-    assert ex.load_state(copy)["attempts"] == {"1": 1, "3": 1}  # the report's own checks are not attempts
+    assert load_state(copy)["attempts"] == {"1": 1, "3": 1}  # the report's own checks are not attempts
 
     code, _, err = run(capsys, "diff", "1")
     assert code == 1 and "not green yet" in err
@@ -588,19 +653,20 @@ def test_check_all_report_diff_and_reset_on_one_copy(tmp_path, monkeypatch, caps
     code, out, _ = run(capsys, "reset", "text-delta", "--yes")
     assert code == 0 and "back to its stub" in out
     text = (copy / "provider" / "openai_completions.py").read_text(encoding="utf-8")
-    assert [r["number"] for r in ex.find_regions(text) if ex.is_stub(text, r)] == [3]
+    assert [r["number"] for r in find_regions(text) if is_stub(text, r)] == [3]
     assert (copy / "provider" / "shared.py").read_text(encoding="utf-8") == shared_before  # exercise 1 untouched
     [backup] = (copy / ".reset").iterdir()
     assert "# mine" in backup.read_text(encoding="utf-8")
-    assert "3" not in ex.load_state(copy)["checks"] and ex.load_state(copy)["started"] == [1, 3]
+    assert "3" not in load_state(copy)["checks"] and load_state(copy)["started"] == [1, 3]
 
 
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["check", "1", "--yes"], "--yes goes with reset, not check"),
-        (["reset"], "which exercise?"),
-        (["report", "--json"], "--json needs a file"),
+        (["check", "1", "--yes"], "unrecognized arguments: --yes"),
+        (["reset"], "the following arguments are required: NAME"),
+        (["report", "--json"], "argument --json: expected one argument"),
+        (["report", "--junit", ""], "argument --junit: needs a path"),
         (["diff", "2"], "no working copy"),
     ],
 )

@@ -1,6 +1,6 @@
 """The pytest plugin behind ``ink-py exercise check``: the first failure, as plain data.
 
-``check`` (ink_py/course/exercises.py) runs the exercise's tests in a separate ``python -m pytest``
+``check`` (ink_py/course/checker.py) runs the exercise's tests in a separate ``python -m pytest``
 with ``-p ink_py.course.check_plugin`` and ``INK_EXERCISE_REPORT=<file>``. These hooks (their
 names are pytest's) record how many tests passed and failed, which exercises each selected
 test belongs to, and for the first failure: the test, the parameters it was fed, the
@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .exercises import REPORT_ENV, SOURCE_ROOT, STUB_MESSAGE, MarkerError, find_regions
+from .checker import REPORT_ENV
+from .impl_option import SOURCE_ROOT
+from .stubs import STUB_MESSAGE, MarkerError, find_regions
 
 _report: dict[str, Any] = {}
 _compare: dict[str, str] | None = None  # the last failing comparison of the running test
@@ -166,7 +168,7 @@ def expected_raise(test_file: Path, line: int) -> str | None:
 
 def show_value(value: Any, max_lines: int = 14) -> str:
     """A readable, bounded repr for the report: long strings cut, at most ``max_lines`` lines."""
-    text = pprint.pformat(shorten(value), width=100, sort_dicts=False)
+    text = pprint.pformat(shorten_long_strings(value), width=100, sort_dicts=False)
     lines = text.split("\n")
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"… ({len(lines) - max_lines} more lines)"]
@@ -184,14 +186,14 @@ class Shortened:
         return self.text
 
 
-def shorten(value: Any) -> Any:
+def shorten_long_strings(value: Any) -> Any:
     """``value`` with every string or bytes longer than 120 replaced by a Shortened."""
     if isinstance(value, (str, bytes)) and len(value) > 120:
         return Shortened(value)
     if isinstance(value, dict):
-        return {key: shorten(item) for key, item in value.items()}
+        return {key: shorten_long_strings(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(shorten(item) for item in value)
+        return type(value)(shorten_long_strings(item) for item in value)
     return value
 
 

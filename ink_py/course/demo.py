@@ -72,7 +72,7 @@ from ..provider.shared import DONE
 from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
 from ..terminal import terminal_safe, wants_colour
-from .exercises import CLOSE, OPEN
+from .stubs import CLOSE, OPEN
 
 # The functions whose lines a step shows: the article's core loop and the helpers it calls.
 TRACED: list[Callable[..., Any]] = [

@@ -1,11 +1,11 @@
-"""What ``ink-py exercise report`` hands a teacher: the course's state as JSON and as JUnit XML.
+"""``check --all`` and ``report``: where every exercise stands, as a table for the student, as JSON and JUnit XML.
 
-``report`` (ink_py/course/exercises.py) checks every started exercise afresh — the
-progress file is the student's, the tests are the truth — and passes one row per
-exercise here: state (green, red, not started, not available), tests passed of those
-selected, attempts and hints from the progress file, the time of the first green check.
-``junit_xml`` turns the rows into the JUnit format CI systems and autograders read: one
-testcase per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest.
+Both check every started exercise afresh — the progress file is the student's, the tests are the
+truth. ``check_all`` prints a table (state, tests passed, hints used); ``write_report`` makes one
+``Row`` per exercise for a teacher: state (green, red, not started, not available), tests passed of
+those selected, attempts and hints from the progress file, the time of the first green check.
+``junit_xml`` turns the rows into the JUnit format CI systems and autograders read: one testcase
+per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest.
 
     >>> print(junit_xml("my_ink", [{"number": 1, "slug": "parse-frame", "state": "green", "summary": ""}]))
     ... # doctest: +ELLIPSIS
@@ -16,8 +16,17 @@ testcase per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest.
 from __future__ import annotations
 
 import json
-from typing import TypedDict
+from pathlib import Path
+from typing import Any, TypedDict
 from xml.sax.saxutils import quoteattr
+
+from .catalogue import EXERCISES, ExerciseError
+from .checker import check, describe_failure, run_tests
+from .progress import next_step
+from .stubs import available
+from .working_copy import is_working_copy, load_state, now, shown, write_file
+
+REPORT_JSON, REPORT_XML = "exercise-report.json", "exercise-report.xml"  # what `report` writes by default
 
 
 class Row(TypedDict, total=False):
@@ -64,3 +73,78 @@ def junit_xml(copy: str, rows: list[Row]) -> str:
         f'<testsuite name={quoteattr(suite)} tests="{len(rows)}" failures="{failures}" skipped="{skipped}">'
     )
     return '<?xml version="1.0" encoding="utf-8"?>\n' + head + "".join(cases) + "</testsuite></testsuites>"
+
+
+# ── check --all and report ────────────────────────────────────────────────────────────
+
+
+def check_all(folder: Path) -> tuple[bool, str]:
+    """``check --all``: every started exercise checked, then a table; green when all of them are."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)} — start with: ink-py exercise start 1")
+    started = load_state(folder).get("started", [])
+    if not started:
+        raise ExerciseError(f"no exercise is started in {shown(folder)} — run: ink-py exercise start 1")
+    for number in started:
+        if available(number):
+            check(number, folder)
+    state = load_state(folder)
+    rows = [
+        ("exercise", "state", "tests passed", "hints used"),
+        *[
+            (
+                f"{number} {exercise['slug']}",
+                exercise_state(number, state),
+                tests_passed(number, state),
+                f"{state.get('hints', {}).get(str(number), 0)}/{len(exercise['hints'])}",
+            )
+            for number, exercise in EXERCISES.items()
+        ],
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
+    return green, "\n".join([f"Course exercises in {shown(folder)}", "", *table, "", next_step(state, folder)])
+
+
+def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
+    """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)} — nothing to report")
+    state = load_state(folder)
+    rows: list[Row] = []
+    for number, exercise in EXERCISES.items():
+        key = str(number)
+        row: Row = {
+            "number": number, "slug": exercise["slug"], "title": exercise["title"], "section": exercise["section"],
+            "state": exercise_state(number, state), "tests_passed": 0, "tests_selected": 0,
+            "attempts": int(state.get("attempts", {}).get(key, 0)),
+            "hints_used": int(state.get("hints", {}).get(key, 0)), "hints_total": len(exercise["hints"]),
+            "first_green": state.get("first_green", {}).get(key), "summary": "",
+        }  # fmt: skip
+        if number in state.get("started", []) and available(number):
+            report = run_tests(folder, number)
+            green = report["exitstatus"] == 0
+            row.update(state="green" if green else "red", tests_passed=report["passed"])
+            row["tests_selected"] = len(report["selected"])
+            if not green:
+                row["summary"] = describe_failure(number, report, folder).split("\n")[0]
+        rows.append(row)
+    write_file(json_path, report_json(folder.name, now(), rows) + "\n")
+    write_file(xml_path, junit_xml(folder.name, rows) + "\n")
+    green = sum(row["state"] == "green" for row in rows)
+    return f"{green} of {len(rows)} exercises green · wrote {json_path} and {xml_path} (JUnit)"
+
+
+def exercise_state(number: int, state: dict[str, Any]) -> str:
+    """green / red / not started / not available — as the table and the report say it."""
+    if not available(number):
+        return "not available"
+    if number not in state.get("started", []):
+        return "not started"
+    return state.get("checks", {}).get(str(number), "not checked")
+
+
+def tests_passed(number: int, state: dict[str, Any]) -> str:
+    tests = state.get("tests", {}).get(str(number))
+    return f"{tests['passed']}/{tests['selected']}" if tests else "-"

@@ -1,0 +1,247 @@
+"""The course's catalogue: the nine exercises in article order, and the types the course passes around.
+
+Sections: the types (``Exercise`` is one row of the table, ``Region`` where an exercise sits in a
+source file), ``ExerciseError`` (the one mistake every part of the course reports as a single
+``error:`` line), the ``EXERCISES`` table (titles, walkthrough sections, hints in Chinese like the
+article, the words the tests compare) and ``exercise_number``, which reads the name a student
+types. Where each exercise is in the code is not kept here: ``stubs.py`` finds it in the source.
+
+    >>> EXERCISES[1]["slug"], EXERCISES[1]["section"], exercise_number("parse_frame")
+    ('parse-frame', '§2.1', 1)
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class Exercise(TypedDict):
+    functions: list[str]  # whole functions the student writes, "module path:qualified name"
+    slug: str
+    title: str  # what the student writes
+    section: str  # in walkthrough.md, which follows the article's numbering
+    hints: list[str]  # Chinese like the article, identifiers in English; the last nearly gives it away
+    messages: list[str]  # the words the tests compare, verbatim: the stub lists them as TODOs
+
+
+class Region(TypedDict):
+    number: int  # the exercise
+    start: int  # 0-based line index of the opening marker
+    end: int  # 0-based line index of the closing marker
+    indent: str
+
+
+class ExerciseError(Exception):
+    """A mistake in how the command was used, or a copy it cannot safely change: one ``error:`` line."""
+
+
+# ── the exercises, in article order ─────────────────────────────────────────────────────
+
+EXERCISES: dict[int, Exercise] = {
+    1: {
+        "functions": ["provider/shared.py:parse_frame"],
+        "slug": "parse-frame",
+        "title": "parse_frame: event name, data lines, JSON, [DONE]",
+        "section": "§2.1",
+        "hints": [
+            '先按 "\\n" 把 frame 拆成行;空行和以 ":" 开头的注释行跳过,其余每行用 `line.partition(":")` '
+            "分成字段名和值(没有冒号的行,值就是空串)。",
+            "值开头恰好去掉一个空格(WHATWG 的规则;Ink 用 trimStart 去掉全部)。`event` 字段改事件名"
+            '(空值仍算 "message"),`data` 行收进 `data_lines`,`error` 行(老版 llama.cpp)收进 '
+            "`error_lines`,id、retry 和不认识的字段都忽略。",
+            '收尾的顺序:有 error 行 → `{"event": "error", "data": _json_or_text(...)}`;没有 data 行,'
+            '或 `"\\n".join(data_lines)` 是空串 → None(keep-alive);`data.strip() == DONE` → '
+            '`{"event": event, "data": DONE}`;其余交给 `json.loads`。',
+            "几乎是答案:`json.loads` 失败时不要像 Ink 那样悄悄返回 None(§4.1 承认它会丢事件),而是 "
+            '`raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") '
+            'from None` —— 测试要在消息里看到 "not JSON" 和 frame 的开头。',
+        ],
+        "messages": [
+            'ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}")',
+        ],
+    },
+    2: {
+        "functions": ["provider/shared.py:parse_sse"],
+        "slug": "parse-sse",
+        "title": "parse_sse: the buffer, cutting frames, UTF-8 split across reads",
+        "section": "§2.1",
+        "hints": [
+            '`codecs.getincrementaldecoder("utf-8")("replace")` 就是文章里的 `TextDecoder` 加 '
+            "`stream: true`:一个汉字的字节被拆在两次读取之间时,`decoder.decode(chunk)` 先留住前半截,"
+            "下一次再交出整个字。",
+            "每次读取先统一换行:`\\r\\n` 和 `\\r` 都变成 `\\n`。小心 `\\r` 恰好是上一次读取的最后一个字节:"
+            "下一次开头的 `\\n` 和它是同一个 CRLF,要丢掉(用 `after_cr` 记住)。整个流最开头的 BOM "
+            '`"\\ufeff"` 去掉,只去这一次。',
+            "buffer 保留还没凑成完整事件的文本;每找到一个 `\\n\\n` 就切下一个 frame 交给 `parse_frame`,"
+            '结果不是 None 就 yield —— 在完成它的那次读取里就交出去。空行可能跨两次读取("…\\n" | "\\n…");'
+            "只在新到的文本里找分隔符,不要每次从 buffer 开头重扫。",
+            '几乎是答案:循环结束后 `rest = "".join(buffer) + decoder.decode(b"", final=True)`;'
+            '`rest.strip("\\n")` 非空就照样 `parse_frame(rest)`(代理常以没有空行的 `data: [DONE]` 收尾);'
+            "这时 parse_frame 抛 ProviderError,就改抛 "
+            '`ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")`。',
+        ],
+        "messages": [
+            'ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")',
+        ],
+    },
+    3: {
+        "functions": [],
+        "slug": "text-delta",
+        "title": "text accumulation and text_delta",
+        "section": "§2 ①",
+        "hints": [
+            '文字在 `delta.get("content")`;只有非空字符串才处理 —— None、"" 和数字都跳过,什么也不产出。',
+            '第一次收到文字时才创建 `text_block = {"type": "text", "text": ""}` 并 `blocks.append(text_block)`;'
+            "之后的文字都进这同一个块,哪怕中间夹着工具调用。",
+            '不要每次 `text_block["text"] += content`(Python 每次都复制整个字符串):'
+            '`text_parts.append(content)`,第 ④ 步会一次 `"".join(text_parts)`。',
+            '几乎是答案:`if isinstance(content, str) and content != "":` 里,先按需创建块,再 '
+            '`text_parts.append(content)`,然后 `yield {"type": "text_delta", "text": content}` —— 先通知显示层,'
+            "完整消息留到最后。",
+        ],
+        "messages": [
+            '{"type": "text_delta", "text": content}',
+        ],
+    },
+    4: {
+        "functions": [],
+        "slug": "tool-calls",
+        "title": "tool-call fragments by index: tool_call_start, tool_call_delta, a late name",
+        "section": "§2.2",
+        "hints": [
+            '片段按 `tc["index"]` 归属,不按工具名(两个调用可能都叫 read)。`tool_by_index` 存块,'
+            '`tool_raw_by_index` 存这个调用的参数片段列表。Gemini 不给 index:用 `tc.get("index", position)`。',
+            "第一次见到某个 index:创建 "
+            '`{"type": "toolCall", "id": str(tc_id or f"call_{index}"), "name": str(name or ""), "arguments": {}}`,'
+            "放进 `blocks` 和 `tool_by_index`,`tool_raw_by_index[index] = []`,yield `tool_call_start`;没有 id "
+            '时把 index 记进 `invented_ids`。再次见到、而块的 name 还是 "" 时,补上迟到的名字。',
+            '参数片段 `function.get("arguments") or ""` 非空才追加到这个 index 的列表,并 yield '
+            '`{"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}`。参数留到第 ④ 步再解析。',
+            "几乎是答案:已占用的 index 来了一个不同的非空 id,而且这个 index 的 id 不是我们编的(不在 "
+            "`invented_ids` 里)—— Ollama 把并行调用都放在 index 0 —— 先 "
+            "`finish_tool_arguments(block, tool_raw_by_index[index])` 给旧调用收尾,再把它当新调用创建块。"
+            'DashScope 续传时发 `"id": ""`,那不算新 id。',
+        ],
+        "messages": [
+            '{"type": "tool_call_start", "id": block["id"], "name": block["name"]}',
+            '{"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}',
+        ],
+    },
+    5: {
+        "functions": ["provider/openai_completions.py:map_finish_reason"],
+        "slug": "finish-reason",
+        "title": "the finish-reason check and map_finish_reason",
+        "section": "§4.1, §4.4",
+        "hints": [
+            "`map_finish_reason` 就是 §4.4 的表:tool_calls → tool_use,stop → end_turn,length → max_tokens;"
+            "表里没有的(content_filter、eos……)返回 None。",
+            '循环里的 ③:`choice.get("finish_reason")` 不是 None,就记下 `saw_finish = True` 和 '
+            "`stop_reason = map_finish_reason(...)`。不要 break —— 用量常在后面的块里。",
+            "循环结束后(已经判断过中断):既没见过 finish_reason、也没见过 `[DONE]`(`saw_done`),"
+            "就抛 ProviderError,不产出 message_end。参数恰好能解析也不能跳过这个检查。",
+            "几乎是答案:`if not saw_finish and not saw_done: "
+            'raise ProviderError("stream ended without finish_reason — response may be truncated")` '
+            "—— 测试逐字比较这条消息。",
+        ],
+        "messages": [
+            'ProviderError("stream ended without finish_reason — response may be truncated")',
+        ],
+    },
+    6: {
+        "functions": ["provider/shared.py:abort_safe"],
+        "slug": "abort-safe",
+        "title": "abort_safe: an abort ends the stream quietly, other errors propagate",
+        "section": "§4.2",
+        "hints": [
+            "abort_safe 是一个生成器:把 source 的每一项原样交出去(`yield from source`)。",
+            "把这次转交包在 try 里。读取出错时先问一句:用户已经中断了吗?signal 可能是 None。",
+            "中断了:这个错误就是取消本身(中断会关掉连接,正在等待的读取随之失败),`return` 安静结束;"
+            "没有中断:`raise` 原样抛出,让调用方处理。",
+            "几乎是答案:`try: yield from source` / `except Exception: if signal is not None and "
+            "signal.aborted: return` / `raise`。",
+        ],
+        "messages": [],
+    },
+    7: {
+        "functions": ["provider/shared.py:safe_parse_json"],
+        "slug": "safe-parse-json",
+        "title": "safe_parse_json and blocking unparseable arguments",
+        "section": "§4.3",
+        "hints": [
+            "`safe_parse_json` 永不抛异常:`json.loads` 成功就返回结果 —— 可能是对象,也可能是数组。",
+            '失败(ValueError)时返回 `{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}`,'
+            "只留前 500 个字符。",
+            "`prepare_tool_call` 的 `_parseError` 分支:不让这个调用执行,把 `problem` 设成一句给模型看的话:"
+            '参数不是合法 JSON、调用没有执行、参数开头是什么(`args["raw"]` 的前 200 个字符,用 `json.dumps` '
+            "加上引号),并请它重新发送完整的调用。",
+            '几乎是答案:`began = json.dumps(str(args.get("raw", ""))[:200], ensure_ascii=False)`;'
+            "`problem = f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
+            'They began: {began}. Send the call again with complete, valid JSON arguments."`',
+        ],
+        "messages": [
+            '{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}',
+            "f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
+            'They began: {began}. Send the call again with complete, valid JSON arguments."',
+        ],
+    },
+    8: {
+        "functions": ["core/loop.py:fail_tool_calls_from_truncated_message"],
+        "slug": "truncated-calls",
+        "title": "fail_tool_calls_from_truncated_message",
+        "section": "§4.4",
+        "hints": [
+            '回复因输出上限而停止(stopReason 是 "max_tokens"):其中的调用一个都不执行 —— 参数能解析也可能只生成了一半。',
+            '每个调用往 `results` 追加一条 `{"toolCallId", "toolName", "content", "isError": True}`;content '
+            "要说清:达到了 output token limit、参数 may be truncated、the call was not run,并请模型重发"
+            "(Send the call again)。",
+            '也要让界面知道:每个调用依次 `on_event` 一个 `{"type": "tool_start", "toolCallId", "name", "args"}` '
+            '和一个 `{"type": "tool_end", "result": result}`;on_event 可能是 None。',
+            '几乎是答案:content 写成 f"Error: this reply hit the output token limit (finish_reason: length), '
+            "so the arguments of {call['name']} may be truncated; the call was not run. Send the call again with "
+            'complete arguments."',
+        ],
+        "messages": [
+            'f"Error: this reply hit the output token limit (finish_reason: length), so the arguments of '
+            "{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.\"",
+        ],
+    },
+    # Skipped until ink_py/second_article/chunks.py has "# exercise 9 ▼" markers (or "functions"
+    # here): everything finds its regions in the source, so exercise 9 turns on by itself then.
+    9: {
+        "functions": [],
+        "slug": "chunk-concat",
+        "title": "chunk concat: merge message chunks field by field (second article)",
+        "section": "§6.1",
+        "hints": [
+            "concat(a, b) 不改动 a 和 b:先用 `as_message_chunk` 把两边都变成完整的 message chunk,"
+            '再新建一个 dict;content 和 reasoning 是 Pieces,直接 `a["content"] + b["content"]`;'
+            "finish_reason 取 b 的(b 没有就留 a 的)。",
+            "usage 会重复上报(Groq、OpenRouter):用 `larger_usage` 取每项的较大值,绝不相加。"
+            '`order` 记录块出现的先后:b 的 order 里每个 "tool" 对应 b 的下一个 tool_call_chunks 条目,'
+            '交给 `add_tool_piece`,它说是新调用才追加 "tool";text/thinking 只在第一次出现时追加。',
+            "add_tool_piece:从后往前找同一 index 的最后一个调用。没有 → 追加这一片,返回 True。"
+            "有,但这一片带着不同的非空 id → 是新调用(Ollama 把并行调用都放在 index 0),追加并返回 True。",
+            "几乎是答案:否则用一个新 dict 替换 `calls[latest]`:index 和 id 不变,"
+            '`"name": call["name"] or piece["name"]`(只取一次,Fireworks 每块都重复 name),'
+            '`"args": call["args"] + piece["args"]`,返回 False。'
+            "不要原地修改 call——它可能属于调用者传进来的那个 chunk。",
+        ],
+        "messages": [],
+    },
+}
+
+
+def exercise_number(name: str) -> int:
+    """``3``, ``ex3``, ``text-delta`` or ``text_delta`` → 3.
+
+    >>> [exercise_number(n) for n in ("1", "ex2", "Text_Delta")]
+    [1, 2, 3]
+    """
+    key = name.strip().lower().replace("_", "-").removeprefix("ex")
+    if key.isdigit() and int(key) in EXERCISES:
+        return int(key)
+    for number, exercise in EXERCISES.items():
+        if exercise["slug"] == key or exercise["slug"] == name.strip().lower().replace("_", "-"):
+            return number
+    slugs = ", ".join(f"{n} {e['slug']}" for n, e in EXERCISES.items())
+    raise ExerciseError(f"no exercise {name!r}; the exercises are: {slugs}")

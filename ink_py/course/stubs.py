@@ -1,0 +1,248 @@
+"""Where an exercise is in the source, and the stub that replaces it: cut from the reference, never kept by hand.
+
+A whole function named in an exercise's ``functions`` (``"provider/shared.py:parse_frame"``) is found
+by name with ``ast``: its body after the docstring is the region. Part of a function (the ①②③ steps
+of ``assemble_stream``, the ``_parseError`` branch) is marked: ``# exercise N ▼ title`` opens a region,
+``# exercise N ▲`` at the same indentation closes it; regions do not nest, and their code sits at the
+markers' indentation, never less. Sections: the marker grammar (``find_regions``), the stub (the
+region's comments as ``# TODO:`` lines, the words its tests compare, one ``raise NotImplementedError``:
+it compiles wherever the region was), and ``package_regions``, every region of the reference::
+
+    >>> source = '''def map_finish_reason(reason):
+    ...     \"\"\"The server's finish_reason → Ink's stopReason.\"\"\"
+    ...     return {"stop": "end_turn"}.get(reason)  # an unknown reason → None
+    ... '''
+    >>> print(stub_source(source, 5))  # doctest: +ELLIPSIS
+    def map_finish_reason(reason):
+        \"\"\"The server's finish_reason → Ink's stopReason.\"\"\"
+        # TODO: an unknown reason → None
+        raise NotImplementedError("exercise 5 not written yet: ... — see walkthrough.md §4.1, §4.4")
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import json
+import re
+import tokenize
+from pathlib import Path
+
+from .catalogue import EXERCISES, ExerciseError, Region
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reference the stubs are cut from
+QUOTING = ("course/exercises.py", "course/stubs.py")  # they describe the markers, they hold none
+
+# ── the marker grammar ────────────────────────────────────────────────────────────────
+
+
+class MarkerError(ExerciseError):
+    """Markers that break the grammar (in the reference, or in a copy the student edited)."""
+
+
+OPEN = re.compile(r"^(?P<indent>[ \t]*)# exercise (?P<number>\d+) ▼(?: .*)?$")
+CLOSE = re.compile(r"^(?P<indent>[ \t]*)# exercise (?P<number>\d+) ▲\s*$")
+STUB_MESSAGE = re.compile(r"exercise (\d+) not written yet")
+PRAGMA = re.compile(r"^(type:|noqa|fmt:|pragma)")  # tool directives, not prose
+
+
+def find_regions(text: str, where: str = "<source>") -> list[Region]:
+    """Every exercise region of ``text`` — whole functions and marked parts — in order.
+
+    MarkerError if the markers break the grammar. The table's function names are unique
+    in the package, so a function is found by its qualified name in whichever file it is.
+
+    >>> regions = find_regions("x = 1\\n# exercise 2 ▼\\ny = 2\\n# exercise 2 ▲\\n")
+    >>> [(r["number"], r["start"], r["end"]) for r in regions]
+    [(2, 1, 3)]
+    """
+    regions: list[Region] = []
+    lines = text.split("\n")
+    open_region: Region | None = None
+    for index, line in enumerate(lines):
+        opening, closing = OPEN.match(line), CLOSE.match(line)
+        at = f"{where}:{index + 1}"
+        if opening:
+            if open_region is not None:
+                raise MarkerError(f"{at}: a region opens inside exercise {open_region['number']}'s")
+            open_region = {"number": int(opening["number"]), "start": index, "end": -1, "indent": opening["indent"]}
+        elif closing:
+            if open_region is None or int(closing["number"]) != open_region["number"]:
+                raise MarkerError(f"{at}: '# exercise {closing['number']} ▲' closes no open region")
+            if closing["indent"] != open_region["indent"]:
+                raise MarkerError(f"{at}: the closing marker's indentation differs from the opening's")
+            open_region["end"] = index
+            body = [line for line in lines[open_region["start"] + 1 : index] if line.strip()]
+            if all(line.strip().startswith("#") for line in body):
+                raise MarkerError(f"{at}: exercise {open_region['number']}'s region has no code")
+            if any(not line.startswith(open_region["indent"]) for line in body):
+                raise MarkerError(
+                    f"{at}: a line of exercise {open_region['number']}'s region is indented less than its markers"
+                )
+            regions.append(open_region)
+            open_region = None
+    if open_region is not None:
+        raise MarkerError(
+            f"{where}:{open_region['start'] + 1}: exercise {open_region['number']}'s region is never closed"
+        )
+    return sorted(regions + function_regions(text), key=lambda region: region["start"])
+
+
+def function_regions(text: str) -> list[Region]:
+    """The regions of the table's whole-function exercises defined in ``text``: each body after its docstring.
+
+    >>> [(r["number"], r["start"], r["end"]) for r in function_regions("def abort_safe(s, x):\\n    yield from s\\n")]
+    [(6, 0, 2)]
+    """
+    wanted = {entry.partition(":")[2]: number for number, ex in EXERCISES.items() for entry in ex["functions"]}
+    if not any(f"def {name.rpartition('.')[2]}(" in text for name in wanted):
+        return []  # most modules hold none: skip the parse
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # a student's file that does not parse yet: its markers still count
+    found: list[Region] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = prefix + child.name
+                if name in wanted and not isinstance(child, ast.ClassDef):
+                    body = child.body
+                    has_doc = isinstance(body[0], ast.Expr) and isinstance(
+                        getattr(body[0], "value", None), ast.Constant
+                    )
+                    after = body[0].end_lineno if has_doc and len(body) > 1 else body[0].lineno - 1
+                    first = body[1] if has_doc and len(body) > 1 else body[0]
+                    found.append(
+                        {"number": wanted[name], "start": (after or 1) - 1, "end": child.end_lineno or 0,
+                         "indent": " " * first.col_offset}
+                    )  # fmt: skip
+                visit(child, name + ".")
+
+    visit(tree, "")
+    return found
+
+
+def region_comments(text: str, region: Region) -> list[str]:
+    """The comments inside a region — whole-line and trailing — in order, without the ``#``."""
+    rows = range(region["start"] + 2, region["end"] + 1)  # tokenize counts lines from 1
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        found = [tok.string for tok in tokens if tok.type == tokenize.COMMENT and tok.start[0] in rows]
+    except (tokenize.TokenError, SyntaxError):  # unreadable source: whole-line comments only
+        lines = text.split("\n")
+        found = [lines[row - 1].strip() for row in rows if lines[row - 1].strip().startswith("#")]
+    comments = [comment.lstrip("#").strip() for comment in found]
+    return [comment for comment in comments if comment and not PRAGMA.match(comment)]
+
+
+# ── the stub ──────────────────────────────────────────────────────────────────────────
+
+
+def stub_message(number: int) -> str:
+    """The NotImplementedError text of exercise ``number``'s stub."""
+    exercise = EXERCISES[number]
+    return f"exercise {number} not written yet: {exercise['title']} — see walkthrough.md {exercise['section']}"
+
+
+def stub_body(text: str, region: Region) -> list[str]:
+    """The lines that replace a region: its comments as TODOs, then one raise."""
+    indent = region["indent"]
+    todos = [f"{indent}# TODO: {comment}" for comment in region_comments(text, region)]
+    words = region_messages(text, region)
+    if words:
+        todos.append(f"{indent}# TODO: the tests compare these words exactly; use them as they are:")
+        todos += [f"{indent}# TODO:     {message}" for message in words]
+    message = json.dumps(stub_message(region["number"]), ensure_ascii=False)  # also a valid Python literal
+    return [*todos, f"{indent}raise NotImplementedError({message})"]
+
+
+def region_messages(text: str, region: Region) -> list[str]:
+    """The table's ``messages`` of the region's exercise that belong in this region.
+
+    A message belongs where the reference says it (a literal piece of it is in the region's
+    body); one found in none of the exercise's regions goes to the first.
+    """
+    number = region["number"]
+    body = "\n".join(body_of(text, region))
+    first = next((r for r in find_regions(text) if r["number"] == number), None)
+    return [
+        message
+        for message in EXERCISES[number].get("messages", [])
+        if said_in(message, body) or (message not in placed_messages(number) and region == first)
+    ]
+
+
+def said_in(message: str, code: str) -> bool:
+    """Is a literal piece of ``message`` (8 characters or more, between its ``{…}``) in ``code``?"""
+    pieces = re.split(r"\{[^{}\"]*\}|\bf\"|\"|\(|\)", message)
+    return any(piece in code for piece in pieces if len(piece.strip()) >= 8)
+
+
+@functools.cache
+def placed_messages(number: int) -> frozenset[str]:
+    """The exercise's messages that the reference says in one of its regions."""
+    bodies = [
+        "\n".join(body_of((PACKAGE_DIR / relative).read_text(encoding="utf-8"), region))
+        for relative, region in package_regions().get(number, [])
+    ]
+    return frozenset(m for m in EXERCISES[number].get("messages", []) if any(said_in(m, b) for b in bodies))
+
+
+def replace_body(text: str, region: Region, body: list[str]) -> str:
+    """``text`` with the lines between the region's markers replaced by ``body``."""
+    lines = text.split("\n")
+    return "\n".join([*lines[: region["start"] + 1], *body, *lines[region["end"] :]])
+
+
+def stub_source(text: str, number: int, where: str = "<source>") -> str:
+    """``text`` with every region of exercise ``number`` replaced by its stub."""
+    for region in reversed([r for r in find_regions(text, where) if r["number"] == number]):
+        text = replace_body(text, region, stub_body(text, region))
+    return text
+
+
+def is_stub(text: str, region: Region) -> bool:
+    """Does the region still hold the stub's raise?"""
+    stub = f'raise NotImplementedError("exercise {region["number"]} not written yet'
+    return any(line.strip().startswith(stub) for line in body_of(text, region))
+
+
+def body_of(text: str, region: Region) -> list[str]:
+    return text.split("\n")[region["start"] + 1 : region["end"]]
+
+
+# ── every region of the reference ─────────────────────────────────────────────────────
+
+
+@functools.cache
+def package_regions(package: Path = PACKAGE_DIR) -> dict[int, list[tuple[str, Region]]]:
+    """Exercise number → its regions as (module path inside the package, region), in source order."""
+    found: dict[int, list[tuple[str, Region]]] = {}
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if "__pycache__" in path.parts or relative in QUOTING:
+            continue
+        for region in find_regions(path.read_text(encoding="utf-8"), relative):
+            found.setdefault(region["number"], []).append((relative, region))
+    for number, exercise in EXERCISES.items():
+        for entry in exercise["functions"]:
+            relative, _, name = entry.partition(":")
+            if not any(where == relative for where, _ in found.get(number, [])):
+                raise MarkerError(f"{relative}: exercise {number}'s function {name} is not defined there")
+    return found
+
+
+def available(number: int) -> bool:
+    """Has the reference got markers for this exercise? (Exercise 9 waits for chunks.py's.)"""
+    return number in package_regions()
+
+
+def group_by_file(regions: list[tuple[str, Region]]) -> dict[str, list[Region]]:
+    grouped: dict[str, list[Region]] = {}
+    for relative, region in regions:
+        grouped.setdefault(relative, []).append(region)
+    return grouped

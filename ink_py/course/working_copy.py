@@ -1,0 +1,285 @@
+"""The working copy ``my_ink/``: the whole package copied, its exercises stubbed, put back and compared.
+
+The copy is importable as package ``my_ink``, and it imports only itself, because ink_py uses
+relative imports throughout. ``start`` replaces each region of the exercise with its stub; starting
+more exercises stubs more regions in the same copy and leaves every other line alone. A progress
+file, ``DIR/.exercises.json``, marks the folder as a copy made here and remembers started
+exercises, check results and hints shown. Sections: the progress file, making the copy and
+``start``, how a folder is shown to the student, ``reset`` and ``diff`` (side by side, in columns).
+
+    >>> fit("parse_frame", 8) + "|", fit("解析一行", 6) + "|", fit("解析", 6) + "|"
+    ('parse_fr|', '解析… |', '解析  |')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from .catalogue import EXERCISES, ExerciseError, Region
+from .stubs import PACKAGE_DIR, body_of, find_regions, group_by_file, is_stub, package_regions, replace_body, stub_body
+
+DEFAULT_DIR = "my_ink"
+STATE_FILE = ".exercises.json"
+MADE_BY = "ink-py exercise start"
+
+# ── the progress file and the copy ────────────────────────────────────────────────────
+
+RESERVED_NAMES = {"ink_py", "tests", "pytest", "_pytest", "hypothesis", "requests", "urllib3"}
+
+
+def load_state(folder: Path) -> dict[str, Any]:
+    try:
+        state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def save_state(folder: Path, state: dict[str, Any]) -> None:
+    write_file(folder / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=2) + "\n")
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write through a temporary file, so a crash never leaves half a file behind."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def now() -> str:
+    """The time, as the progress file and the report keep it: UTC, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_working_copy(folder: Path) -> bool:
+    return load_state(folder).get("made_by") == MADE_BY
+
+
+def check_copy_name(folder: Path) -> None:
+    name = folder.name
+    if not name.isidentifier() or name in RESERVED_NAMES or name in sys.stdlib_module_names:
+        raise ExerciseError(f"{folder} cannot be a package: its name must be a new Python identifier such as my_ink")
+
+
+def make_copy(folder: Path) -> None:
+    """Copy the reference package to ``folder`` (which must not exist, or be empty) in one step."""
+    check_copy_name(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))  # same disk: a rename
+    try:
+        building = scratch / folder.name
+        shutil.copytree(PACKAGE_DIR, building, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", STATE_FILE))
+        hints = load_state(Path.cwd()).get("hints", {})  # hints read before the copy existed
+        save_state(building, {"made_by": MADE_BY, "started": [], "checks": {}, "hints": hints})
+        if folder.exists():
+            folder.rmdir()  # empty: checked by the caller
+        os.replace(building, folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def start(number: int, folder: Path) -> str:
+    """Stub exercise ``number`` in the copy at ``folder`` (made if missing); what was done, in words."""
+    if PACKAGE_DIR == folder.resolve() or is_working_copy(PACKAGE_DIR):
+        raise ExerciseError("run ink-py exercise from the reference ink_py, not from a working copy")
+    if folder.exists() and not folder.is_dir():
+        raise ExerciseError(f"{folder} is a file, not a folder for the working copy")
+    made = False
+    if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+        make_copy(folder)
+        made = True
+    elif not is_working_copy(folder):
+        raise ExerciseError(
+            f"{folder} already exists and is not a working copy made by ink-py exercise start "
+            f"(no {STATE_FILE}); pick another folder"
+        )
+    state = load_state(folder)
+    exercise = EXERCISES[number]
+    if number in state.get("started", []):
+        return f"exercise {number} · {exercise['slug']} is already started in {shown(folder)} — nothing changed."
+
+    # Work out every file first; write only when all of them are right.
+    new_texts: dict[Path, str] = {}
+    stubs: list[str] = []
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        target = folder / relative
+        if not target.exists():  # a module added to ink_py after the copy was made
+            target.parent.mkdir(parents=True, exist_ok=True)
+            text = reference
+        else:
+            text = target.read_text(encoding="utf-8")
+        mine = copy_regions(text, folder, relative, number, len(regions))
+        for region, ours in reversed(list(zip(regions, mine, strict=True))):
+            if is_stub(text, ours):
+                continue
+            if body_of(text, ours) != body_of(reference, region):
+                raise ExerciseError(
+                    f"{shown(folder)}/{relative}:{ours['start'] + 1}: exercise {number}'s region differs from "
+                    "ink_py's — did you edit it? Nothing was changed"
+                )
+            text = replace_body(text, ours, stub_body(reference, region))
+        compile(text, str(target), "exec")  # a stub always compiles; make sure before writing
+        new_texts[target] = text
+        for ours in [r for r in find_regions(text) if r["number"] == number]:
+            stubs.append(f"{shown(folder)}/{relative}:{ours['start'] + 1}")
+    for target, text in new_texts.items():
+        write_file(target, text)
+    state["started"] = sorted({*state.get("started", []), number})
+    save_state(folder, state)
+    made_note = f" (a new copy of ink_py, importable as package {folder.name})" if made else ""
+    return "\n".join(
+        [
+            f"started exercise {number} · {exercise['slug']} — {exercise['title']}",
+            f"in {shown(folder)}{made_note}. Write your code in place of the stub:",
+            *[f"  {stub}" for stub in stubs],
+            f"read first:  walkthrough.md {exercise['section']}",
+            f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
+            f"stuck?       ink-py exercise hint {number}{dir_argument(folder)}",
+            f"watch it:    {demo_command(folder)}   (the §3 demo, over your own code)",
+        ]
+    )
+
+
+def copy_regions(text: str, folder: Path, relative: str, number: int, expected: int) -> list[Region]:
+    """Exercise ``number``'s regions in the copy's ``relative`` file; ExerciseError unless all are there."""
+    mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
+    if len(mine) != expected:
+        raise ExerciseError(
+            f"{shown(folder)}/{relative}: exercise {number}'s code cannot be found (markers changed or removed, "
+            "or the file does not parse); nothing was changed — put it back as in ink_py, or start afresh "
+            "in a new folder"
+        )
+    return mine
+
+
+# ── a folder, as the student types it ─────────────────────────────────────────────────
+
+
+def demo_command(folder: Path) -> str:
+    """``python -m my_ink demo``: the copy runs its own demo — from the folder it lies in."""
+    parent = folder.resolve().parent
+    where = "" if parent == Path.cwd().resolve() else f"cd {shlex.quote(shown(parent))} && "
+    return f"{where}python -m {folder.name} demo"
+
+
+def shown(folder: Path) -> str:
+    """A folder as the user would type it: relative to the current directory when inside it."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(folder)
+
+
+def dir_argument(folder: Path) -> str:
+    return "" if folder.resolve() == Path(DEFAULT_DIR).resolve() else f" {shlex.quote(shown(folder))}"
+
+
+# ── reset and diff ────────────────────────────────────────────────────────────────────
+
+
+def reset(number: int, folder: Path, yes: bool = False) -> str:
+    """Put exercise ``number``'s stub back in the copy, after confirmation; every other line stays."""
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)}")
+    state = load_state(folder)
+    exercise = EXERCISES[number]
+    if number not in state.get("started", []):
+        raise ExerciseError(f"exercise {number} is not started in {shown(folder)}: nothing to reset")
+    new_texts: dict[Path, str] = {}
+    kept: list[str] = []  # the student's code, saved before it is replaced
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        target = folder / relative
+        text = target.read_text(encoding="utf-8")
+        mine = copy_regions(text, folder, relative, number, len(regions))
+        for region, ours in reversed(list(zip(regions, mine, strict=True))):
+            kept.append(f"# {relative}:{ours['start'] + 1}\n" + "\n".join(body_of(text, ours)))
+            text = replace_body(text, ours, stub_body(reference, region))
+        compile(text, str(target), "exec")
+        new_texts[target] = text
+    if not yes:
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise ExerciseError("reset asks before it throws your code away: run it in a terminal, or add --yes")
+        print(
+            f"reset exercise {number} · {exercise['slug']} in {shown(folder)} to its stub? Your code in its "
+            f"{len(kept)} region(s) is replaced (a copy is kept in {shown(folder)}/.reset/). [y/N] ",
+            end="",
+            flush=True,
+        )
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return "nothing changed."
+    backup = folder / ".reset" / f"exercise-{number}-{now().replace(':', '')}.py"
+    backup.parent.mkdir(exist_ok=True)
+    write_file(backup, "\n\n".join(reversed(kept)) + "\n")
+    for target, text in new_texts.items():
+        write_file(target, text)
+    state.get("checks", {}).pop(str(number), None)
+    save_state(folder, state)
+    return "\n".join(
+        [
+            f"exercise {number} · {exercise['slug']} is back to its stub in {shown(folder)}; "
+            "every other exercise's code is as you left it.",
+            f"your code was: {shown(backup)}",
+            f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
+        ]
+    )
+
+
+def diff(number: int, folder: Path, width: int | None = None) -> str:
+    """Once exercise ``number`` is green: the student's code beside the reference's, region by region."""
+    import difflib
+
+    if not is_working_copy(folder):
+        raise ExerciseError(f"no working copy at {shown(folder)}")
+    state = load_state(folder)
+    if state.get("checks", {}).get(str(number)) != "green":
+        raise ExerciseError(
+            f"exercise {number} is not green yet: the reference is shown once your own code passes — "
+            f"ink-py exercise check {number}{dir_argument(folder)}"
+        )
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    half = max(30, (width - 3) // 2)
+    out = [f"exercise {number} · {EXERCISES[number]['slug']}: yours (left) · the reference (right)"]
+    for relative, regions in group_by_file(package_regions()[number]).items():
+        reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+        text = (folder / relative).read_text(encoding="utf-8")
+        mine = [r for r in find_regions(text) if r["number"] == number]
+        for region, ours in zip(regions, mine, strict=False):
+            left, right = body_of(text, ours), body_of(reference, region)
+            out += ["", f"{shown(folder)}/{relative}:{ours['start'] + 2}  ·  ink_py/{relative}:{region['start'] + 2}"]
+            if left == right:
+                out.append("  (the same as the reference, line for line)")
+                continue
+            for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
+                mark = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}[tag]
+                for i in range(max(a2 - a1, b2 - b1)):
+                    mine_line = left[a1 + i] if a1 + i < a2 else ""
+                    their_line = right[b1 + i] if b1 + i < b2 else ""
+                    out.append(f"{fit(mine_line, half)} {mark} {fit(their_line, half)}".rstrip())
+    return "\n".join(out)
+
+
+def fit(line: str, width: int) -> str:
+    """``line`` padded or cut to ``width`` terminal columns."""
+    line = line.replace("\t", "    ")
+    while columns(line) > width:
+        line = line[: -2 if columns(line) - width > 1 else -1]
+        if columns(line) <= width - 1:
+            line += "…"
+            break
+    return line + " " * (width - columns(line))
+
+
+def columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
