@@ -23,8 +23,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ink_py.course import demo
-from ink_py.provider import anthropic_messages, openai_completions, openai_responses
+from ink_py.course import demo, demo_dialects, demo_panels, demo_screens, demo_steps
+from ink_py.provider import anthropic_messages, openai_completions, openai_responses, shared
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
 from .helpers import ROOT, all_fixture_names, dialect_of, fixture_bytes, run_assembly
@@ -33,7 +33,7 @@ REFERENCE = SimpleNamespace(
     openai_completions=openai_completions,
     anthropic_messages=anthropic_messages,
     openai_responses=openai_responses,
-    shared=demo.shared,
+    shared=shared,
 )
 README_TITLES = [
     "等待第一条事件",
@@ -46,8 +46,8 @@ README_TITLES = [
 
 
 def steps_of(name):
-    frames = demo.split_frames(fixture_path(SCENARIOS[name]["fixture"]).read_bytes())
-    return demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None)
+    frames = demo_steps.split_frames(fixture_path(SCENARIOS[name]["fixture"]).read_bytes())
+    return demo_steps.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None)
 
 
 def message_ends(step):
@@ -136,14 +136,14 @@ def test_a_stream_that_fails_never_hands_over_a_message(name, outcome, last_titl
     steps = steps_of(name)
     assert all(message_ends(step) == [] for step in steps)
     assert steps[-1]["outcome"] == outcome and steps[-1]["title"] == last_title
-    text = demo.render_step(steps[-1], len(steps), len(steps), demo.Style(False))
+    text = demo_screens.render_step(steps[-1], len(steps), len(steps), demo_screens.Style(False))
     assert says in text and "不产出 message_end" in text
 
 
 def test_abort_is_three_steps_and_abort_safe_swallows_the_read_error():
     steps = steps_of("abort")
     assert [step["received"] for step in steps] == ["nothing", "event", "abort"]
-    number, _ = source_line(demo.shared.abort_safe, "return  # aborted")
+    number, _ = source_line(shared.abort_safe, "return  # aborted")
     assert number in steps[-1]["lines"]["abort_safe"]
 
 
@@ -166,10 +166,10 @@ def test_the_last_step_hands_over_what_section_4_describes(name, check):
 def test_one_frame_per_read_changes_nothing_the_assembler_yields(name):
     """Every fixture: the demo's steps carry exactly the events a plain run yields, in order."""
     body = fixture_bytes(name)
-    assert b"".join(demo.split_frames(body)) == body
+    assert b"".join(demo_steps.split_frames(body)) == body
     dialect = dialect_of(name)  # each fixture folder's own dialect
     expected, error = run_assembly(REFERENCE, [body], dialect=dialect)  # the demo shows ink_py, whatever --impl says
-    steps = demo.record_steps(demo.split_frames(body), api=dialect.replace("_", "-"))
+    steps = demo_steps.record_steps(demo_steps.split_frames(body), api=dialect.replace("_", "-"))
     assert [event for step in steps for event in step["emitted"]] == expected
     assert (steps[-1]["outcome"] == "error") == (error is not None)
     assert all(step["outcome"] == "pending" for step in steps[:-1])
@@ -182,7 +182,7 @@ def test_the_text_step_highlights_the_real_source_line():
     number, text = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
     step = steps_of("readme")[1]
     assert number in step["lines"]["assemble_stream"]
-    shown = demo.render_step(step, 2, 6, demo.Style(False))
+    shown = demo_screens.render_step(step, 2, 6, demo_screens.Style(False))
     assert f"▶ {number:>4} │ {text}" in shown.splitlines()
 
 
@@ -208,7 +208,7 @@ def test_the_code_shown_never_includes_an_exercise_marker(capsys, name):
 
 def test_colour_marks_executed_lines_and_never_reaches_a_pipe(capsys):
     step = steps_of("readme")[1]
-    coloured = demo.render_step(step, 2, 6, demo.Style(True))
+    coloured = demo_screens.render_step(step, 2, 6, demo_screens.Style(True))
     assert any(line.startswith("\x1b[1;7m▶") for line in coloured.splitlines())
     code, out, _ = run_main(capsys, "readme", "--no-pause")
     assert code == 0 and "\x1b[" not in out and "▶" in out
@@ -466,11 +466,11 @@ PANELS = ("本次收到", "接入层暂存", "交给 Agent 循环", "执行的�
 
 
 def every_step():
-    for api, dialect in demo.DIALECTS.items():
+    for api, dialect in demo_dialects.DIALECTS.items():
         for name, scenario in SCENARIOS.items():
             fixture = scenario["fixture"].replace("article/", dialect["folder"] + "/")
-            frames = demo.split_frames(fixture_path(fixture).read_bytes())
-            steps = demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
+            frames = demo_steps.split_frames(fixture_path(fixture).read_bytes())
+            steps = demo_steps.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
             for number in range(1, len(steps) + 1):
                 yield f"{api} {name}", number, steps
 
@@ -479,14 +479,14 @@ def every_step():
 def test_every_step_of_every_scenario_fits_the_terminal_panels_first(columns, rows):
     for name, number, steps in every_step():
         step = steps[number - 1]
-        full = demo.render_step(step, number, len(steps), demo.Style(False, columns)).split("\n")
-        shown = demo.render_step(
-            step, number, len(steps), demo.Style(True, columns), height=rows - 2, previous=steps[number - 2]
+        full = demo_screens.render_step(step, number, len(steps), demo_screens.Style(False, columns)).split("\n")
+        shown = demo_screens.render_step(
+            step, number, len(steps), demo_screens.Style(True, columns), height=rows - 2, previous=steps[number - 2]
         )
         lines = [ANSI.sub("", line) for line in shown.split("\n")]
         where = f"{name} step {number} at {columns}×{rows}"
         assert len(lines) <= rows - 2, where  # the label above, the prompt below
-        assert max(demo.display_width(line) for line in lines) <= columns, where
+        assert max(demo_panels.display_width(line) for line in lines) <= columns, where
         assert all(any(line.startswith(panel) for line in lines) for panel in PANELS), where
         assert lines[0] == full[0]  # the step's title, whole
         heading = lines.index(next(line for line in lines if line.startswith("交给 Agent 循环")))
@@ -516,15 +516,15 @@ def test_on_a_terminal_each_step_is_one_cleared_screen_and_a_pipe_gets_them_whol
     finally:
         process.kill()
         os.close(ours)
-    screens = seen.decode("utf-8", "replace").split(demo.CLEAR)[1:]
+    screens = seen.decode("utf-8", "replace").split(demo_screens.CLEAR)[1:]
     assert len(screens) == 6
     for number, screen in enumerate(screens, 1):
         text = ANSI.sub("", screen.replace("\r\n", "\n")).split("[Enter")[0].rstrip("\n")
         assert f"步骤 {number} / 6" in text and len(text.split("\n")) <= 23  # and the prompt's row
-        assert max(demo.display_width(line) for line in text.split("\n")) <= 80
+        assert max(demo_panels.display_width(line) for line in text.split("\n")) <= 80
 
     done = subprocess.run(command("readme")[0], env=env, capture_output=True, text=True, timeout=60)
-    assert demo.CLEAR not in done.stdout and done.stdout.count("━━ 步骤") == 6  # a pipe: every step, whole
+    assert demo_screens.CLEAR not in done.stdout and done.stdout.count("━━ 步骤") == 6  # a pipe: every step, whole
     assert "还有" not in done.stdout
 
 
@@ -555,7 +555,7 @@ def test_a_recording_cannot_move_the_terminals_cursor_or_colour_it(tmp_path):
 
 
 def test_the_page_of_each_dialect_shows_that_dialects_code():
-    for api, dialect in demo.DIALECTS.items():
+    for api, dialect in demo_dialects.DIALECTS.items():
         args = demo.build_parser().parse_args(["--web", "--api", api, "abort"])
         pages, code = demo.web_recordings(args), demo.code_view(api)
         assert next(iter(pages)) == "abort"  # the scenario named opens first

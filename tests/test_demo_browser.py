@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from ink_py.course import demo
+from ink_py.course import demo, demo_panels, demo_steps
 from ink_py.course.demo_web import DemoServer
 from ink_py.provider import openai_completions
+from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
 from . import test_relay_browser as relay_browser
 from .helpers import text_reply
@@ -70,7 +71,7 @@ def open_scenario(browser: Any, server: DemoServer, name: str) -> None:
 
 
 def test_the_six_steps_of_reading_readme_forward_and_back(browser, page, tmp_path) -> None:
-    steps = demo.record_steps(demo.split_frames(demo.fixture_path("article/readme.sse").read_bytes()))
+    steps = demo_steps.record_steps(demo_steps.split_frames(fixture_path("article/readme.sse").read_bytes()))
     open_scenario(browser, page, "readme")
     assert browser.find_element(By.ID, "prev").get_attribute("disabled") == "true"
     seen = []
@@ -78,9 +79,9 @@ def test_the_six_steps_of_reading_readme_forward_and_back(browser, page, tmp_pat
         shown = panels(browser)
         assert shown["counter"] == f"步骤 {number} / 6" and shown["title"] == step["title"]
         # the panels hold exactly the terminal demo's words for this step
-        assert shown["received"] == "\n".join(demo.received_text(step))
-        assert shown["state"] == "\n".join(demo.state_text(step))
-        assert shown["loop"] == "\n".join(demo.loop_text(step))
+        assert shown["received"] == "\n".join(demo_panels.received_text(step))
+        assert shown["state"] == "\n".join(demo_panels.state_text(step))
+        assert shown["loop"] == "\n".join(demo_panels.loop_text(step))
         seen.append(shown)
         shoot(browser, f"readme-{number}", tmp_path)
         if number < len(steps):
@@ -116,7 +117,7 @@ def test_the_lines_that_ran_are_highlighted_in_the_real_source(browser, page, tm
     assert append in numbers
     row = browser.find_element(By.CSS_SELECTOR, f"#code .line[data-fn='assemble_stream'][data-line='{append}']")
     assert row.text.split(None, 1) == [str(append), source[append - first].strip()]
-    steps = demo.record_steps(demo.split_frames(demo.fixture_path("article/readme.sse").read_bytes()))
+    steps = demo_steps.record_steps(demo_steps.split_frames(fixture_path("article/readme.sse").read_bytes()))
     assert numbers == set(steps[1]["lines"]["assemble_stream"])  # exactly what the generator ran
     assert not browser.find_elements(By.XPATH, "//*[@id='code']//span[contains(., '# exercise 3 ▼')]")
     background = ran[0].value_of_css_property("background-color")
@@ -129,7 +130,7 @@ def test_the_picker_offers_every_scenario_and_a_recording_shown_as_text(browser,
     browser.get(page.url)
     wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#scenario option")) > 1, "the picker")
     values = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#scenario option")]
-    assert values == ["file-1", *demo.SCENARIOS]
+    assert values == ["file-1", *SCENARIOS]
     open_scenario(browser, page, "abort")
     browser.find_element(By.ID, "next").click()
     browser.find_element(By.ID, "next").click()

@@ -2,16 +2,17 @@
 
 import pytest
 
-from ink_py.course import demo
+from ink_py.course import demo, demo_dialects, demo_screens, demo_steps
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
 OTHER_APIS = ["anthropic-messages", "openai-responses"]
 
 
 def steps_of(name, api):
-    folder = demo.DIALECTS[api]["folder"]
-    frames = demo.split_frames(fixture_path(SCENARIOS[name]["fixture"].replace("article/", f"{folder}/")).read_bytes())
-    return demo.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
+    folder = demo_dialects.DIALECTS[api]["folder"]
+    fixture = SCENARIOS[name]["fixture"].replace("article/", f"{folder}/")
+    frames = demo_steps.split_frames(fixture_path(fixture).read_bytes())
+    return demo_steps.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
 
 
 def emitted(steps):
@@ -71,7 +72,7 @@ def test_a_messages_tool_call_is_parsed_at_its_block_stop_before_the_reply_ends(
     stop = next(step for step in steps if step["title"].startswith("index 1 的块结束"))
     assert stop["state"]["block_by_index"][1]["arguments"] == {"path": "README.md"}
     assert stop["outcome"] == "pending" and "finish_block" in stop["lines"]
-    text = demo.render_step(stop, 9, 11, demo.Style(False))
+    text = demo_screens.render_step(stop, 9, 11, demo_screens.Style(False))
     assert 'arguments(解析后)= {"path": "README.md"}' in text
     assert "ink_py/provider/anthropic_messages.py · assemble_stream()" in text
 

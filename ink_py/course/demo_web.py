@@ -1,6 +1,6 @@
 """``ink-py demo --web``: the article's §3 step-through as a page, the way the article shows it.
 
-The same steps as the terminal demo (``record_steps`` in demo.py: the real
+The same steps as the terminal demo (``record_steps`` in demo_steps.py: the real
 ``assemble_stream`` fed one SSE frame per read, its locals read from the running
 generator, the lines that ran recorded as they ran), served to a browser on 127.0.0.1:
 

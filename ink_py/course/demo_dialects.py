@@ -1,0 +1,141 @@
+"""What ``ink-py demo --api`` changes, read off each dialect's own ``assemble_stream``.
+
+A step shows what the assembler holds and the lines of the functions it ran. Neither is
+listed here by name: both come from the assembler's source (``ast``), so a state variable
+renamed or added, or a helper moved to another module, shows up as the code has it.
+
+- ``DIALECTS``: per ``--api``, the provider module whose assembler runs and its fixtures;
+- ``assembler_locals``: the locals set up before the main ``for`` loop (parameters aside),
+  and the name that loop gives each event;
+- ``traced_functions``: the assembler and the provider functions it calls, and theirs.
+
+    >>> def assemble(body, signal=None):
+    ...     signal = signal or "never"
+    ...     parts: list[str] = []
+    ...     done = False
+    ...     for sse in body:
+    ...         parts.append(sse)
+    >>> assembler_locals(assemble)
+    AssemblerLocals(state=('parts', 'done'), event='sse')
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from functools import cache
+from typing import Any, NamedTuple, TypedDict
+
+from ..provider import anthropic_messages, openai_completions, openai_responses
+
+
+class Dialect(TypedDict):
+    """What ``--api`` changes: whose assemble_stream runs, where its copy of the scenarios lies."""
+
+    module: Any  # the provider module: its assemble_stream runs
+    folder: str  # fixtures/<folder>/ holds its copy of the article's scenarios
+
+
+DIALECTS: dict[str, Dialect] = {
+    "openai-completions": {"module": openai_completions, "folder": "article"},
+    "anthropic-messages": {"module": anthropic_messages, "folder": "anthropic"},
+    "openai-responses": {"module": openai_responses, "folder": "responses"},
+}
+
+# The helpers the assembler calls whose lines a step leaves out: the parser whose work the
+# 本次收到 panel shows (§2.1), the checks that refuse a malformed wire, the small readers of
+# wire fields, counts and JSON. Any other provider function it reaches — one added, renamed
+# or moved — is traced and shown.
+UNSHOWN = frozenset(
+    {
+        "parse_sse",
+        *("raise_if_server_error", "check_chunk_shape", "field"),
+        *("json_key", "json_object", "token_count", "usage_count", "has_content"),
+        *("loads_finite", "nesting_depth"),
+    }
+)
+
+
+class AssemblerLocals(NamedTuple):
+    state: tuple[str, ...]  # what the access layer holds: set up before the main loop, in that order
+    event: str | None  # the main loop's variable: the SSE event being handled
+
+
+def assembler(api: str) -> Callable[..., Any]:
+    """The ``assemble_stream`` that ``--api api`` runs."""
+    return DIALECTS[api]["module"].assemble_stream  # type: ignore[no-any-return]
+
+
+@cache
+def assembler_locals(function: Callable[..., Any]) -> AssemblerLocals:
+    """The names ``function`` assigns before its first top-level ``for`` (its parameters aside), and
+    that loop's variable. Without its source: every local but the parameters, and no event name."""
+    parameters = set(inspect.signature(function).parameters)
+    tree = function_tree(function)
+    if tree is None:
+        return AssemblerLocals(tuple(n for n in function.__code__.co_varnames if n not in parameters), None)
+    names: list[str] = []
+    event = None
+    for statement in tree.body:
+        if isinstance(statement, ast.For):  # the main loop: what it assigns is per event, not state
+            event = statement.target.id if isinstance(statement.target, ast.Name) else None
+            break
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None:
+            targets = [statement.target]
+        else:
+            continue
+        stored = (n for target in targets for n in ast.walk(target) if isinstance(n, ast.Name))  # a, b = …: both
+        names += [n.id for n in stored if isinstance(n.ctx, ast.Store) and n.id not in parameters]
+    return AssemblerLocals(tuple(dict.fromkeys(names)), event)
+
+
+@cache
+def traced_functions(function: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
+    """``function`` and the functions of its package (``ink_py.provider``) it calls, and those they
+    call, in the order first called in the source; ``UNSHOWN`` ones, and what only they call, left out."""
+    package = function.__module__.rpartition(".")[0]  # ink_py.provider (my_ink.provider in a copy)
+    found = [function]
+    for caller in found:  # grows while it is read: each callee's own callees follow
+        for callee in callees(caller):
+            inside = callee.__module__ == package or callee.__module__.startswith(package + ".")
+            if inside and callee.__name__ not in UNSHOWN and callee not in found:
+                found.append(callee)
+    return tuple(found)
+
+
+def callees(function: Callable[..., Any]) -> list[Callable[..., Any]]:
+    """The functions ``function`` calls through a global name, ``f(…)`` or ``module.f(…)``, in source order."""
+    tree = function_tree(function)
+    if tree is None:
+        return []
+    own = set(function.__code__.co_varnames)  # a local of the same name is not the global function
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    found: list[Callable[..., Any]] = []
+    for call in calls:
+        target = named(call.func, function.__globals__, own)
+        if inspect.isfunction(target) and target not in found:
+            found.append(target)
+    return found
+
+
+def named(node: ast.expr, names: dict[str, Any], own: set[str]) -> Any:
+    """What a dotted name in the source stands for (``shared.abort_safe`` → the function), else None."""
+    if isinstance(node, ast.Name):
+        return None if node.id in own else names.get(node.id)
+    if isinstance(node, ast.Attribute):
+        owner = named(node.value, names, own)
+        return getattr(owner, node.attr, None) if inspect.ismodule(owner) else None
+    return None
+
+
+def function_tree(function: Callable[..., Any]) -> ast.FunctionDef | None:
+    """``function``'s definition as an ``ast`` tree, from the source it was loaded from (None without one)."""
+    try:
+        [tree] = ast.parse(textwrap.dedent(inspect.getsource(function))).body
+    except (OSError, TypeError, SyntaxError, ValueError):  # no source file, or not one def
+        return None
+    return tree if isinstance(tree, ast.FunctionDef) else None
