@@ -33,7 +33,9 @@ sys.path.insert(0, str(HERE.parent))  # ink_py from this checkout, installed or 
 PACKAGE = str(HERE.parent / "ink_py")
 
 
-def profile_readme_task(api: str = "openai-completions", workspace: str | None = None, delay: str | None = None) -> dict[str, Any]:
+def profile_readme_task(
+    api: str = "openai-completions", workspace: str | None = None, delay: str | None = None
+) -> dict[str, Any]:
     """Run the README task once on the built-in model and return the figures (see the module doc)."""
     import ink_py
     from ink_py import cli

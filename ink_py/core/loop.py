@@ -293,14 +293,12 @@ def prepare_tool_call(call: ToolCallBlock, tool_map: dict[str, Tool]) -> ToolRes
     elif not isinstance(args, dict):
         problem = f"tool arguments must be a JSON object, got: {clipped(json.dumps(args, ensure_ascii=False))}"
     elif "_parseError" in args:
-        # exercise 7 ▼ block unparseable arguments
         # Beyond §4.3: Ink passes this record to the tool; here the call is blocked outright.
         began = json.dumps(str(args.get("raw", ""))[:200], ensure_ascii=False)
         problem = (
             f"the arguments for {clipped(call['name'])} were not valid JSON, so the call was not run. "
             f"They began: {began}. Send the call again with complete, valid JSON arguments."
         )
-        # exercise 7 ▲
     else:
         issues = check_arguments(tool["parameters"], args)
         if not issues:

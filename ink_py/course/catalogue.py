@@ -15,8 +15,19 @@ from __future__ import annotations
 from typing import TypedDict
 
 
+class Part(TypedDict):
+    """A part of a function the student writes: from the statement whose line starts ``first``
+    through the one (at the same depth) that holds the line starting ``last``."""
+
+    function: str  # "module path:qualified name"
+    first: str
+    last: str
+    label: str  # the marker a copy gets around it: "# exercise N ▼ label"
+
+
 class Exercise(TypedDict):
     functions: list[str]  # whole functions the student writes, "module path:qualified name"
+    parts: list[Part]  # parts of functions, found by their first and last lines (stubs.part_regions)
     slug: str
     title: str  # what the student writes
     section: str  # in walkthrough.md, which follows the article's numbering
@@ -26,9 +37,10 @@ class Exercise(TypedDict):
 
 class Region(TypedDict):
     number: int  # the exercise
-    start: int  # 0-based line index of the opening marker
-    end: int  # 0-based line index of the closing marker
+    start: int  # 0-based index of the line before the region (its opening marker, in a copy)
+    end: int  # 0-based index of the line after it (its closing marker, in a copy)
     indent: str
+    label: str  # a part found by its lines (not yet marked): the label its markers get; else ""
 
 
 class ExerciseError(Exception):
@@ -40,6 +52,7 @@ class ExerciseError(Exception):
 EXERCISES: dict[int, Exercise] = {
     1: {
         "functions": ["provider/shared.py:parse_frame"],
+        "parts": [],
         "slug": "parse-frame",
         "title": "parse_frame: event name, data lines, JSON, [DONE]",
         "section": "§2.1",
@@ -62,6 +75,7 @@ EXERCISES: dict[int, Exercise] = {
     },
     2: {
         "functions": ["provider/shared.py:parse_sse"],
+        "parts": [],
         "slug": "parse-sse",
         "title": "parse_sse: the buffer, cutting frames, UTF-8 split across reads",
         "section": "§2.1",
@@ -86,6 +100,10 @@ EXERCISES: dict[int, Exercise] = {
     },
     3: {
         "functions": [],
+        "parts": [
+            {"function": "provider/openai_completions.py:assemble_stream", "first": 'content = delta.get("content")',
+             "last": 'yield {"type": "text_delta", "text": content}', "label": "text accumulation"},
+        ],
         "slug": "text-delta",
         "title": "text accumulation and text_delta",
         "section": "§2 ①",
@@ -105,6 +123,10 @@ EXERCISES: dict[int, Exercise] = {
     },
     4: {
         "functions": [],
+        "parts": [
+            {"function": "provider/openai_completions.py:assemble_stream", "first": 'index = tc.get("index", position)',
+             "last": 'yield {"type": "tool_call_delta"', "label": "tool-call fragments"},
+        ],
         "slug": "tool-calls",
         "title": "tool-call fragments by index: tool_call_start, tool_call_delta, a late name",
         "section": "§2.2",
@@ -129,6 +151,12 @@ EXERCISES: dict[int, Exercise] = {
     },
     5: {
         "functions": ["provider/openai_completions.py:map_finish_reason"],
+        "parts": [
+            {"function": "provider/openai_completions.py:assemble_stream", "first": 'if choice.get("finish_reason") is not None:',
+             "last": "stop_reason = map_finish_reason(", "label": "finish reason"},
+            {"function": "provider/openai_completions.py:assemble_stream", "first": "if not saw_finish and not saw_done:",
+             "last": "raise ProviderError(", "label": "no finish reason"},
+        ],
         "slug": "finish-reason",
         "title": "the finish-reason check and map_finish_reason",
         "section": "§4.1, §4.4",
@@ -149,6 +177,7 @@ EXERCISES: dict[int, Exercise] = {
     },
     6: {
         "functions": ["provider/shared.py:abort_safe"],
+        "parts": [],
         "slug": "abort-safe",
         "title": "abort_safe: an abort ends the stream quietly, other errors propagate",
         "section": "§4.2",
@@ -164,6 +193,10 @@ EXERCISES: dict[int, Exercise] = {
     },
     7: {
         "functions": ["provider/shared.py:safe_parse_json"],
+        "parts": [
+            {"function": "core/loop.py:prepare_tool_call", "first": "# Beyond §4.3: Ink passes this record",
+             "last": "problem = (", "label": "block unparseable arguments"},
+        ],
         "slug": "safe-parse-json",
         "title": "safe_parse_json and blocking unparseable arguments",
         "section": "§4.3",
@@ -186,6 +219,7 @@ EXERCISES: dict[int, Exercise] = {
     },
     8: {
         "functions": ["core/loop.py:fail_tool_calls_from_truncated_message"],
+        "parts": [],
         "slug": "truncated-calls",
         "title": "fail_tool_calls_from_truncated_message",
         "section": "§4.4",
@@ -205,10 +239,9 @@ EXERCISES: dict[int, Exercise] = {
             "{call['name']} may be truncated; the call was not run. Send the call again with complete arguments.\"",
         ],
     },
-    # Skipped until ink_py/second_article/chunks.py has "# exercise 9 ▼" markers (or "functions"
-    # here): everything finds its regions in the source, so exercise 9 turns on by itself then.
     9: {
-        "functions": [],
+        "functions": ["second_article/chunks.py:add_tool_piece", "second_article/chunks.py:concat"],
+        "parts": [],
         "slug": "chunk-concat",
         "title": "chunk concat: merge message chunks field by field (second article)",
         "section": "§6.1",

@@ -31,8 +31,8 @@ from typing import Any
 
 from ..arguments import CliParser, port_number
 from ..runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED
-from ..terminal import wants_colour
 from ..scripted.scenarios import SCENARIOS, fixture_path, fixtures_dir
+from ..terminal import wants_colour
 from .demo_dialects import DIALECTS, assembler, traced_functions
 from .demo_panels import display_width, event_line, loop_text, received_text, state_text
 from .demo_screens import CLEAR, Style, cut, is_marker, render_step, source_label

@@ -1,12 +1,13 @@
 """Where an exercise is in the source, and the stub that replaces it: cut from the reference, never kept by hand.
 
 A whole function named in an exercise's ``functions`` (``"provider/shared.py:parse_frame"``) is found
-by name with ``ast``: its body after the docstring is the region. Part of a function (the ①②③ steps
-of ``assemble_stream``, the ``_parseError`` branch) is marked: ``# exercise N ▼ title`` opens a region,
-``# exercise N ▲`` at the same indentation closes it; regions do not nest, and their code sits at the
-markers' indentation, never less. Sections: the marker grammar (``find_regions``), the stub (the
-region's comments as ``# TODO:`` lines, the words its tests compare, one ``raise NotImplementedError``:
-it compiles wherever the region was), and ``package_regions``, every region of the reference::
+by name with ``ast``: its body after the docstring is the region. A part of a function (the ①②③ steps
+of ``assemble_stream``, the ``_parseError`` branch) is named in ``parts`` by its first and last lines,
+so the reference carries no scaffolding; a copy's stub is marked — ``# exercise N ▼ label`` opens it,
+``# exercise N ▲`` closes it — so the student's own code there is found again. Sections: where
+regions are (``find_regions``), the stub (the region's comments as ``# TODO:`` lines, the words its
+tests compare, one ``raise NotImplementedError``: it compiles wherever the region was), and
+``package_regions``, every region of the reference::
 
     >>> source = '''def map_finish_reason(reason):
     ...     \"\"\"The server's finish_reason → Ink's stopReason.\"\"\"
@@ -28,6 +29,7 @@ import io
 import json
 import re
 import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 from .catalogue import EXERCISES, ExerciseError, Region
@@ -67,7 +69,9 @@ def find_regions(text: str, where: str = "<source>") -> list[Region]:
         if opening:
             if open_region is not None:
                 raise MarkerError(f"{at}: a region opens inside exercise {open_region['number']}'s")
-            open_region = {"number": int(opening["number"]), "start": index, "end": -1, "indent": opening["indent"]}
+            open_region = {
+                "number": int(opening["number"]), "start": index, "end": -1, "indent": opening["indent"], "label": "",
+            }  # fmt: skip
         elif closing:
             if open_region is None or int(closing["number"]) != open_region["number"]:
                 raise MarkerError(f"{at}: '# exercise {closing['number']} ▲' closes no open region")
@@ -87,6 +91,7 @@ def find_regions(text: str, where: str = "<source>") -> list[Region]:
         raise MarkerError(
             f"{where}:{open_region['start'] + 1}: exercise {open_region['number']}'s region is never closed"
         )
+    regions += part_regions(text, regions)
     return sorted(regions + function_regions(text), key=lambda region: region["start"])
 
 
@@ -118,12 +123,71 @@ def function_regions(text: str) -> list[Region]:
                     first = body[1] if has_doc and len(body) > 1 else body[0]
                     found.append(
                         {"number": wanted[name], "start": (after or 1) - 1, "end": child.end_lineno or 0,
-                         "indent": " " * first.col_offset}
+                         "indent": " " * first.col_offset, "label": ""}
                     )  # fmt: skip
                 visit(child, name + ".")
 
     visit(tree, "")
     return found
+
+
+def part_regions(text: str, marked: list[Region]) -> list[Region]:
+    """The table's ``parts`` whose first and last lines are in ``text``, outside the ``marked`` regions.
+
+    A part runs from its first line (a comment or a statement) through the statement, at the
+    depth of the first statement after that line, that holds its last line.
+
+    >>> source = "def prepare_tool_call(call, tool_map):\\n    # Beyond §4.3: Ink passes this record\\n"
+    >>> source += "    problem = (\\n        'x'\\n    )\\n    return problem\\n"
+    >>> [(r["number"], r["start"], r["end"], r["label"]) for r in part_regions(source, [])]
+    [(7, 0, 5, 'block unparseable arguments')]
+    """
+    wanted = [(number, part) for number, ex in EXERCISES.items() for part in ex["parts"]]
+    wanted = [(n, p) for n, p in wanted if f"def {p['function'].rpartition(':')[2].rpartition('.')[2]}(" in text]
+    if not wanted:
+        return []
+    try:
+        functions = dict(defined_functions(ast.parse(text)))
+    except SyntaxError:
+        return []  # a student's file that does not parse yet: its markers still count
+    lines = text.split("\n")
+    found: list[Region] = []
+    for number, part in wanted:
+        node = functions.get(part["function"].partition(":")[2])
+        if node is None:
+            continue
+        span = range(node.lineno, node.end_lineno or node.lineno)
+        first = next((i for i in span if lines[i].strip().startswith(part["first"])), None)
+        last = next((i for i in span if lines[i].strip().startswith(part["last"]) and i >= (first or 0)), None)
+        if first is None or last is None or any(r["start"] <= first <= r["end"] for r in marked):
+            continue  # not here, or the copy marks it already
+        statements = [(s.lineno, s.col_offset, block, i) for block in blocks(node) for i, s in enumerate(block)]
+        _, _, block, i = min((entry for entry in statements if entry[0] > first), key=lambda e: e[:2])
+        ends = [s for s in block[i:] if s.lineno - 1 <= last < (s.end_lineno or 0)]
+        if ends:
+            found.append(
+                {"number": number, "start": first - 1, "end": ends[0].end_lineno or 0,
+                 "indent": " " * block[i].col_offset, "label": part["label"]}
+            )  # fmt: skip
+    return found
+
+
+def defined_functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function in ``tree`` with its qualified name (``Class.method``)."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if not isinstance(child, ast.ClassDef):
+                yield prefix + child.name, child
+            yield from defined_functions(child, prefix + child.name + ".")
+
+
+def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every list of statements under ``node``: bodies, else and finally branches, handlers."""
+    for child in ast.walk(node):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(child, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
 
 
 def region_comments(text: str, region: Region) -> list[str]:
@@ -149,7 +213,8 @@ def stub_message(number: int) -> str:
 
 
 def stub_body(text: str, region: Region) -> list[str]:
-    """The lines that replace a region: its comments as TODOs, then one raise."""
+    """The lines that replace a region: its comments as TODOs, then one raise — between markers
+    if the region is a part found by its lines (the copy must find the student's code again)."""
     indent = region["indent"]
     todos = [f"{indent}# TODO: {comment}" for comment in region_comments(text, region)]
     words = region_messages(text, region)
@@ -157,7 +222,11 @@ def stub_body(text: str, region: Region) -> list[str]:
         todos.append(f"{indent}# TODO: the tests compare these words exactly; use them as they are:")
         todos += [f"{indent}# TODO:     {message}" for message in words]
     message = json.dumps(stub_message(region["number"]), ensure_ascii=False)  # also a valid Python literal
-    return [*todos, f"{indent}raise NotImplementedError({message})"]
+    stub = [*todos, f"{indent}raise NotImplementedError({message})"]
+    if region["label"]:
+        number = region["number"]
+        return [f"{indent}# exercise {number} ▼ {region['label']}", *stub, f"{indent}# exercise {number} ▲"]
+    return stub
 
 
 def region_messages(text: str, region: Region) -> list[str]:

@@ -128,7 +128,7 @@ def start(number: int, folder: Path) -> str:
                     f"{shown(folder)}/{relative}:{ours['start'] + 1}: exercise {number}'s region differs from "
                     "ink_py's — did you edit it? Nothing was changed"
                 )
-            text = replace_body(text, ours, stub_body(reference, region))
+            text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}))
         compile(text, str(target), "exec")  # a stub always compiles; make sure before writing
         new_texts[target] = text
         for ours in [r for r in find_regions(text) if r["number"] == number]:
@@ -205,7 +205,7 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
         mine = copy_regions(text, folder, relative, number, len(regions))
         for region, ours in reversed(list(zip(regions, mine, strict=True))):
             kept.append(f"# {relative}:{ours['start'] + 1}\n" + "\n".join(body_of(text, ours)))
-            text = replace_body(text, ours, stub_body(reference, region))
+            text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}))
         compile(text, str(target), "exec")
         new_texts[target] = text
     if not yes:

@@ -55,11 +55,8 @@ EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format do
 
 
 def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) -> Iterator[LLMEvent]:
-    """Turn a Chat Completions SSE body into LLMEvents, ending with ``message_end``.
-
-    Ends without ``message_end`` when ``signal`` aborts; raises ProviderError when the
-    stream ends without a finish_reason (§4.1) or the server reports an error.
-    """
+    """Turn a Chat Completions SSE body into LLMEvents, ending with ``message_end`` — none if
+    ``signal`` aborts; ProviderError if the stream ends without a finish_reason (§4.1)."""
     signal = signal or NEVER_ABORTED  # TypeScript's `request.signal?.`
     blocks: list[AssistantBlock] = []  # the reply's content blocks, in arrival order
     text_block: TextBlock | None = None
@@ -87,7 +84,6 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         delta = choice.get("delta") or {}  # Azure sends choices without a delta
 
         # ① Save the text and tell the display at once.
-        # exercise 3 ▼ text accumulation
         content = delta.get("content")
         if isinstance(content, str) and content != "":
             if text_block is None:
@@ -95,7 +91,6 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 blocks.append(text_block)
             text_parts.append(content)  # instead of Ink's `textBlock.text += content`: joined once at ④
             yield {"type": "text_delta", "text": content}
-        # exercise 3 ▲
 
         # Reasoning text (DeepSeek's reasoning_content, OpenRouter's reasoning): shown, never sent back.
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -108,7 +103,6 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ② Keep each tool request and its argument fragments by index (§2.2).
         for position, tc in enumerate(delta.get("tool_calls") or []):
-            # exercise 4 ▼ tool-call fragments
             index = tc.get("index", position)  # beyond §2.2: Gemini sends no index
             block = tool_by_index.get(index)
             function = tc.get("function") or {}
@@ -139,14 +133,11 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             if fragment != "":
                 tool_raw_by_index[index].append(fragment)  # only this index's string grows
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
-            # exercise 4 ▲
 
         # ③ Note the finish reason the server gives (§4.1, §4.4); keep reading to the end.
-        # exercise 5 ▼ finish reason
         if choice.get("finish_reason") is not None:
             saw_finish = True
             stop_reason = map_finish_reason(choice["finish_reason"])  # no break: usage often comes later
-        # exercise 5 ▲
         merge_usage(usage, chunk, choice)  # usually a last chunk with no choices
 
     # ④ The stream is over: parse each tool's collected argument string (§4.3).
@@ -159,10 +150,8 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
     if signal.aborted:
         return  # an aborted reply is never handed to the loop
-    # exercise 5 ▼ no finish reason
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
         raise ProviderError("stream ended without finish_reason — response may be truncated")
-    # exercise 5 ▲
     yield {"type": "message_end", "message": finished_message(blocks, usage, stop_reason)}
 
 

@@ -274,7 +274,6 @@ def add_tool_piece(calls: list[ToolCallChunk], piece: ToolCallChunk) -> bool:
     >>> [(c["id"], c["name"], str(c["args"])) for c in calls]   # "read" taken once
     [('k1', 'read', '{}'), ('k2', 'read', '{}')]
     """
-    # exercise 9 ▼ merge one tool-call piece by index
     latest = None  # the latest call at this index
     for position in range(len(calls) - 1, -1, -1):
         if calls[position]["index"] == piece["index"]:
@@ -297,7 +296,6 @@ def add_tool_piece(calls: list[ToolCallChunk], piece: ToolCallChunk) -> bool:
         "args": call["args"] + piece["args"],
     }
     return False
-    # exercise 9 ▲
 
 
 # ── §四.2 concat ────────────────────────────────────────────────────────────────────────
@@ -314,7 +312,6 @@ def concat(a: Mapping[str, Any], b: Mapping[str, Any]) -> MessageChunk:
     >>> str(full["content"]), full["finish_reason"], full["order"]
     ('Run make run.', 'stop', ['text'])
     """
-    # exercise 9 ▼ concat, field by field
     a, b = as_message_chunk(a), as_message_chunk(b)
     calls = list(a["tool_call_chunks"])  # one entry per call: short, however long the stream
     order = list(a["order"])
@@ -333,7 +330,6 @@ def concat(a: Mapping[str, Any], b: Mapping[str, Any]) -> MessageChunk:
         "finish_reason": a["finish_reason"] if b["finish_reason"] is None else b["finish_reason"],
         "order": order,
     }
-    # exercise 9 ▲
 
 
 def as_message_chunk(chunk: Mapping[str, Any]) -> MessageChunk:
