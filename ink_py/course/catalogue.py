@@ -49,6 +49,8 @@ class ExerciseError(Exception):
 
 # ── the exercises, in article order ─────────────────────────────────────────────────────
 
+CORE_LOOP = "provider/openai_completions.py:assemble_stream"  # the article's §2, where exercises 3–5 are
+
 EXERCISES: dict[int, Exercise] = {
     1: {
         "functions": ["provider/shared.py:parse_frame"],
@@ -101,8 +103,12 @@ EXERCISES: dict[int, Exercise] = {
     3: {
         "functions": [],
         "parts": [
-            {"function": "provider/openai_completions.py:assemble_stream", "first": 'content = delta.get("content")',
-             "last": 'yield {"type": "text_delta", "text": content}', "label": "text accumulation"},
+            {
+                "function": CORE_LOOP,
+                "first": 'content = delta.get("content")',
+                "last": 'yield {"type": "text_delta", "text": content}',
+                "label": "text accumulation",
+            },
         ],
         "slug": "text-delta",
         "title": "text accumulation and text_delta",
@@ -124,8 +130,12 @@ EXERCISES: dict[int, Exercise] = {
     4: {
         "functions": [],
         "parts": [
-            {"function": "provider/openai_completions.py:assemble_stream", "first": 'index = tc.get("index", position)',
-             "last": 'yield {"type": "tool_call_delta"', "label": "tool-call fragments"},
+            {
+                "function": CORE_LOOP,
+                "first": 'index = tc.get("index", position)',
+                "last": 'yield {"type": "tool_call_delta"',
+                "label": "tool-call fragments",
+            },
         ],
         "slug": "tool-calls",
         "title": "tool-call fragments by index: tool_call_start, tool_call_delta, a late name",
@@ -152,10 +162,18 @@ EXERCISES: dict[int, Exercise] = {
     5: {
         "functions": ["provider/openai_completions.py:map_finish_reason"],
         "parts": [
-            {"function": "provider/openai_completions.py:assemble_stream", "first": 'if choice.get("finish_reason") is not None:',
-             "last": "stop_reason = map_finish_reason(", "label": "finish reason"},
-            {"function": "provider/openai_completions.py:assemble_stream", "first": "if not saw_finish and not saw_done:",
-             "last": "raise ProviderError(", "label": "no finish reason"},
+            {
+                "function": CORE_LOOP,
+                "first": 'if choice.get("finish_reason") is not None:',
+                "last": "stop_reason = map_finish_reason(",
+                "label": "finish reason",
+            },
+            {
+                "function": CORE_LOOP,
+                "first": "if not saw_finish and not saw_done:",
+                "last": "raise ProviderError(",
+                "label": "no finish reason",
+            },
         ],
         "slug": "finish-reason",
         "title": "the finish-reason check and map_finish_reason",
@@ -194,8 +212,12 @@ EXERCISES: dict[int, Exercise] = {
     7: {
         "functions": ["provider/shared.py:safe_parse_json"],
         "parts": [
-            {"function": "core/loop.py:prepare_tool_call", "first": "# Beyond §4.3: Ink passes this record",
-             "last": "problem = (", "label": "block unparseable arguments"},
+            {
+                "function": "core/loop.py:prepare_tool_call",
+                "first": "# Beyond §4.3: Ink passes this record",
+                "last": "problem = (",
+                "label": "block unparseable arguments",
+            },
         ],
         "slug": "safe-parse-json",
         "title": "safe_parse_json and blocking unparseable arguments",
