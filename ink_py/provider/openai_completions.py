@@ -222,9 +222,14 @@ def check_chunk(sse: SseEvent) -> None:
         function = tc.get("function") if type(tc) is dict else None
         if type(tc) is not dict or (function is not None and type(function) is not dict):
             return name_malformed_field(chunk)
-        index, tc_id = tc.get("index", 0), tc.get("id")
-        name, arguments = (function or {}).get("name"), (function or {}).get("arguments")
-        if type(index) not in (int, str) or not all(v is None or type(v) is str for v in (tc_id, name, arguments)):
+        name, arguments = (None, None) if function is None else (function.get("name"), function.get("arguments"))
+        tc_id = tc.get("id")
+        if (
+            type(tc.get("index", 0)) not in (int, str)
+            or (tc_id is not None and type(tc_id) is not str)
+            or (name is not None and type(name) is not str)
+            or (arguments is not None and type(arguments) is not str)
+        ):
             return name_malformed_field(chunk)
     return None
 
