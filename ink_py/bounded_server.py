@@ -52,6 +52,12 @@ class BoundedServer(ThreadingHTTPServer):
         self._heads_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
 
+    @property
+    def host_and_port(self) -> tuple[str, int]:
+        """Where it listens: ``("127.0.0.1", 8765)`` (socketserver types the host as str or bytes)."""
+        host, port = self.server_address[:2]
+        return (host.decode() if isinstance(host, bytes | bytearray) else str(host)), int(port)
+
     def expect_head(self, connection: socket.socket) -> None:
         """Cut ``connection`` unless its request head is complete within HEAD_DEADLINE_SECONDS."""
         with self._heads_lock:

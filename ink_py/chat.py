@@ -29,7 +29,7 @@ import requests
 
 from .arguments import UsageError
 from .cli import build_parser, check_tool_choice, open_endpoint, open_trace, print_error, prompt_runner
-from .core.messages import AgentMessage
+from .core.messages import AgentMessage, AssistantBlock
 from .core.tools.read import create_read_tool
 from .provider.types import ProviderError
 from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED
@@ -231,9 +231,9 @@ def load_history(path: str | os.PathLike[str]) -> list[AgentMessage]:
             message = json.loads(line)
         except (ValueError, RecursionError):
             raise UsageError(f"--resume {path}: line {number} is not JSON") from None
-        problem = message_problem(message)
-        if problem:
-            raise UsageError(f"--resume {path}: line {number}: {problem}")
+        wrong = message_problem(message)
+        if wrong:
+            raise UsageError(f"--resume {path}: line {number}: {wrong}")
         history.append(message)
     return history
 
@@ -273,26 +273,25 @@ def history_lines(history: list[AgentMessage]) -> list[str]:
     """``/history``: one line per message — role, its blocks, tool results' sizes."""
     lines = []
     for number, message in enumerate(history, 1):
-        role = message["role"]
-        if role == "user":
-            parts = [quoted(message["content"])]  # type: ignore[typeddict-item]
-        elif role == "assistant":
-            parts = [block_summary(block) for block in message["blocks"]]  # type: ignore[typeddict-item]
+        if message["role"] == "user":
+            parts = [quoted(message["content"])]
+        elif message["role"] == "assistant":
+            parts = [block_summary(block) for block in message["blocks"]]
             if message.get("stopReason") == "max_tokens":
                 parts.append("(cut at the output limit)")
         else:
             parts = [
                 f"{r['toolName']} {'error' if r['isError'] else 'ok'} · {human_size(r['content'])}"
-                for r in message["results"]  # type: ignore[typeddict-item]
+                for r in message["results"]
             ]
-        lines.append(f"{number:>3} {role:<10} " + " · ".join(parts or ["(empty)"]))
+        lines.append(f"{number:>3} {message['role']:<10} " + " · ".join(parts or ["(empty)"]))
     return lines
 
 
-def block_summary(block: dict[str, Any]) -> str:
+def block_summary(block: AssistantBlock) -> str:
     if block["type"] == "toolCall":
         return f"{block['name']} {shorten(show_newlines(json.dumps(block.get('arguments'), ensure_ascii=False)), 60)}"
-    text = block.get("text") or block.get("thinking") or ""
+    text = block["text"] if block["type"] == "text" else block["thinking"]
     return f"{block['type']} {len(text)} chars {quoted(text, 40)}"
 
 

@@ -127,7 +127,7 @@ def replies_without_usage(history: list[AgentMessage]) -> tuple[int, int]:
     """``(replies whose server reported no usage, replies)`` — an all-zero usage is not a report:
     every request has a system prompt, so a real count is never 0 input tokens."""
     replies = [m for m in history if m["role"] == "assistant"]
-    return sum(1 for m in replies if not any(m["usage"].values())), len(replies)  # type: ignore[typeddict-item]
+    return sum(1 for m in replies if not any(m["usage"].values())), len(replies)
 
 
 def run_end_record(result: dict[str, Any], history: list[AgentMessage], model: str) -> dict[str, Any]:
@@ -214,15 +214,15 @@ class Display:
         self.mid_reply = kind in ("text_delta", "thinking_delta", "tool_call_start", "tool_call_delta")
         if kind in ("text_delta", "thinking_delta", "tool_call_start"):
             self.reply_shown = True
-        if kind == "text_delta":
+        if event["type"] == "text_delta":
             if self.in_thinking:
                 self.end_line()
                 self.in_thinking = False
             self.write(self.out, event["text"])
-        elif kind == "thinking_delta":
+        elif event["type"] == "thinking_delta":
             self.in_thinking = True
             self.write(self.err, event["text"], "2;3")
-        elif kind == "tool_call_start":
+        elif event["type"] == "tool_call_start":
             self.end_line()
             self.calls[event["id"]] = (len(self.calls) + 1, event["name"])
             self.shown_call = event["id"]
@@ -230,24 +230,24 @@ class Display:
                 self.write(self.err, f"  … preparing a {event['name'] or 'tool'} call", "2")
             else:
                 self.write(self.err, f"  ↳ {self.call_label(event['id'])} ", "2")
-        elif kind == "tool_call_delta" and self.policy != "filtered":
+        elif event["type"] == "tool_call_delta" and self.policy != "filtered":
             if event["id"] != self.shown_call and event["id"] in self.calls:
                 # beyond §2.2: fragments of calls interleave; each switch gets its own, numbered line
                 self.end_line()
                 self.shown_call = event["id"]
                 self.write(self.err, f"  ↳ {self.call_label(event['id'])} …", "2")
             self.write(self.err, event["jsonDelta"], "2")
-        elif kind == "message_end":
+        elif event["type"] == "message_end":
             self.end_line()
             self.calls, self.shown_call = {}, ""
             if not self.reply_shown:  # beyond §2: a 200 reply with nothing in it is not an answer
                 self.write(self.err, f"notice: {EMPTY_REPLY_NOTICE}\n", "33")
             self.reply_shown = False
-        elif kind == "tool_start":
+        elif event["type"] == "tool_start":
             self.end_line()
             args = json.dumps(event["args"], ensure_ascii=False)
             self.write(self.err, f"→ {event['name']} {shorten(args, 100)}\n", "36")
-        elif kind == "tool_end":
+        elif event["type"] == "tool_end":
             result = event["result"]
             if result["isError"]:
                 self.write(self.err, f"← {result['toolName']} error: {first_line(result['content'], 120)}\n", "31")

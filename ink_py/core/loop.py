@@ -272,7 +272,8 @@ def plan_chunks(
     """
 
     def safe(call: ToolCallBlock) -> bool:
-        return bool(tool_map.get(call["name"], {}).get("concurrencySafe"))
+        tool = tool_map.get(call["name"])
+        return tool is not None and bool(tool.get("concurrencySafe"))
 
     chunks: list[list[ToolCallBlock]] = []
     for call in tool_calls:

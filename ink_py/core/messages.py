@@ -103,5 +103,6 @@ def add_usage(total: Usage, part: Usage) -> None:
     >>> total
     {'inputTokens': 15, 'outputTokens': 5, 'cacheReadTokens': 4}
     """
-    for key in ("inputTokens", "outputTokens", "cacheReadTokens"):
-        total[key] += part.get(key, 0)  # type: ignore[literal-required]
+    total["inputTokens"] += part.get("inputTokens", 0)
+    total["outputTokens"] += part.get("outputTokens", 0)
+    total["cacheReadTokens"] += part.get("cacheReadTokens", 0)

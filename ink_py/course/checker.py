@@ -109,7 +109,7 @@ def run_tests(folder: Path, number: int) -> dict[str, Any]:
         output_tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
         if not report_path.exists():
             raise ExerciseError(f"the tests could not run: {output_tail}")
-        report = json.loads(report_path.read_text(encoding="utf-8"))
+        report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
     if report["exitstatus"] == 5:  # nothing selected: a test suite without this exercise's marks
         raise ExerciseError(f"no test is marked ex{number}; the exercise cannot be checked")
     if report["exitstatus"] not in (0, 1):

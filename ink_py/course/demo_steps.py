@@ -184,7 +184,7 @@ def lines_that_run(functions: Sequence[Callable[..., Any]]) -> Iterator[dict[str
             monitoring.free_tool_id(tool)
         return
 
-    previous = sys.gettrace()
+    previous: Any = sys.gettrace()  # a debugger's tracer, if one is installed
 
     def on_line(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "line":

@@ -52,7 +52,7 @@ class DemoServer(BoundedServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = self.host_and_port
         return f"http://{host}:{port}/"
 
     def start(self) -> DemoServer:

@@ -125,7 +125,7 @@ def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
         if number in state.get("started", []) and available(number):
             report = run_tests(folder, number)
             green = report["exitstatus"] == 0
-            row.update(state="green" if green else "red", tests_passed=report["passed"])
+            row["state"], row["tests_passed"] = ("green" if green else "red"), report["passed"]
             row["tests_selected"] = len(report["selected"])
             if not green:
                 row["summary"] = describe_failure(number, report, folder).split("\n")[0]
@@ -142,7 +142,7 @@ def exercise_state(number: int, state: dict[str, Any]) -> str:
         return "not available"
     if number not in state.get("started", []):
         return "not started"
-    return state.get("checks", {}).get(str(number), "not checked")
+    return str(state.get("checks", {}).get(str(number), "not checked"))
 
 
 def tests_passed(number: int, state: dict[str, Any]) -> str:

@@ -240,14 +240,13 @@ def to_wire_messages(messages: list[AgentMessage]) -> list[dict[str, Any]]:
             content.append({"type": "text", "text": message["content"] or "(empty)"})
         elif message["role"] == "toolResult":
             for result in message["results"]:  # tool results are user content, one block per call
-                entry = {"type": "tool_result", "tool_use_id": result["toolCallId"],
+                entry: dict[str, Any] = {"type": "tool_result", "tool_use_id": result["toolCallId"],
                          "content": result["content"] or "(no tool output)"}  # fmt: skip
                 if result["isError"]:
                     entry["is_error"] = True
                 content.append(entry)
         else:
-            content = [wire_block(block) for block in message["blocks"]]
-            content = [entry for entry in content if entry is not None]
+            content = [entry for entry in map(wire_block, message["blocks"]) if entry is not None]
         role = "assistant" if message["role"] == "assistant" else "user"
         if wire and wire[-1]["role"] == role:
             wire[-1]["content"].extend(content)  # roles alternate: a prompt after tool results joins them

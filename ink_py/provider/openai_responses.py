@@ -186,11 +186,12 @@ def raise_if_server_error(sse: SseEvent) -> None:
         raise ProviderError(f"the server sent an event that is not a Responses event: {str(data)[:200]!r}")
     kind = data.get("type") or sse["event"]
     if sse["event"] == "error" or kind == "error":
-        error = data.get("error") if isinstance(data.get("error"), dict) else data
+        error: dict[str, Any] = data["error"] if isinstance(data.get("error"), dict) else data
         code = f"{error['code']}: " if isinstance(error.get("code"), str) and error["code"] else ""
         raise ProviderError(f"the server reported an error in the stream: {code}{server_message(data)}")
     if sse["event"] == "response.failed" or kind == "response.failed":
-        error = (data.get("response") if isinstance(data.get("response"), dict) else {}).get("error") or {}
+        response = data["response"] if isinstance(data.get("response"), dict) else {}
+        error = response.get("error") or {}
         code = f"{error['code']}: " if isinstance(error, dict) and isinstance(error.get("code"), str) else ""
         message = server_message(error) if error else "the response failed"
         raise ProviderError(f"the server reported an error in the stream: {code}{message}")

@@ -166,10 +166,11 @@ def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | 
             return None
     if "error" in outcome:
         raise outcome["error"]
+    response: requests.Response = outcome["response"]
     if signal.aborted:
-        outcome["response"].close()
+        response.close()
         return None
-    return outcome["response"]
+    return response
 
 
 def set_read_timeout(response: requests.Response, seconds: float) -> None:
@@ -203,7 +204,7 @@ def is_retryable_status(status: int) -> bool:
 
 def backoff_seconds(attempt: int) -> float:
     """Capped exponential backoff with jitter: about 0.6 s, 1.2 s, 2.4 s … at most 8 s."""
-    return min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)) * random.uniform(0.75, 1.0)
+    return float(min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)) * random.uniform(0.75, 1.0))
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

@@ -156,7 +156,7 @@ def from_responses_input(items: Any) -> list[dict[str, Any]]:
 def messages_events(answer: Answer, *, model: str, reply_id: str, usage: dict[str, int]) -> list[Event]:
     """message_start, a text block, a tool_use block (first partial_json ""), message_delta, message_stop."""
     call = answer["tool_call"]
-    message = {
+    message: dict[str, Any] = {
         "id": reply_id,
         "type": "message",
         "role": "assistant",

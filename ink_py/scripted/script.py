@@ -219,7 +219,8 @@ def files_read(messages: list[dict[str, Any]]) -> dict[str, str]:
     paths: dict[str, str] = {}  # tool_call_id → path
     found: dict[str, str] = {}
     for message in messages:
-        for call in message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []:
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
             try:
                 paths[str(call["id"])] = str(json.loads(call["function"]["arguments"])["path"])
             except (KeyError, TypeError, ValueError):
@@ -247,11 +248,11 @@ def answer_follow_up(messages: list[dict[str, Any]]) -> str | None:
             if whole.startswith(cut) and len(whole) > len(cut):
                 return whole[len(cut) :]  # exactly where it stopped
         return None
-    path = named_file(question) or (next(reversed(known)) if known else None)
-    if path is None or path not in known:
+    wanted = named_file(question) or (next(reversed(known)) if known else None)
+    if wanted is None or wanted not in known:
         return None  # a new file (or none read yet): read it
-    lines = strip_line_numbers(known[path].splitlines())
-    note = f"{path} 刚才已经读过,这个回答来自对话里那次读取的结果,没有再读一次。"
+    lines = strip_line_numbers(known[wanted].splitlines())
+    note = f"{wanted} 刚才已经读过,这个回答来自对话里那次读取的结果,没有再读一次。"
     commands = file_commands(lines)
     if re.search(r"第一|first", question, re.IGNORECASE) and commands:
         return f"{note}它给出的第一条命令是:\n\n```sh\n{commands[0]}\n```"
@@ -259,7 +260,7 @@ def answer_follow_up(messages: list[dict[str, Any]]) -> str | None:
         return f"{note}它的标题是「{file_title(lines)}」。"
     if re.search(r"几条|多少|how many", question, re.IGNORECASE):
         return f"{note}它给出了 {len(commands)} 条命令(最多数到 {MAX_COMMANDS} 条)。"
-    return f"{note}\n\n{summarise_file(path, known[path])}"
+    return f"{note}\n\n{summarise_file(wanted, known[wanted])}"
 
 
 def latest_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

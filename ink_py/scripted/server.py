@@ -62,7 +62,7 @@ class ModelServer:
     def __init__(self, httpd: _Server, thread: threading.Thread) -> None:
         self._httpd = httpd
         self._thread = thread
-        host, port = httpd.server_address[:2]
+        host, port = httpd.host_and_port
         self.base_url = f"http://{host}:{port}/v1"
         self.requests: list[Any] = httpd.received  # request bodies, in arrival order
 

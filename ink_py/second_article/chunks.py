@@ -253,7 +253,7 @@ def message_chunk(wire_chunk: Mapping[str, Any]) -> MessageChunk:
     usage = None
     if reported:
         usage = empty_usage()
-        merge_usage(usage, wire_chunk, choice)
+        merge_usage(usage, dict(wire_chunk), choice)
     return new_chunk(
         content=content if isinstance(content, str) else "",  # null on DashScope
         tool_call_chunks=pieces,

@@ -18,7 +18,7 @@ import base64
 import hashlib
 import ipaddress
 import re
-from collections.abc import Mapping
+from typing import Protocol
 from urllib.parse import parse_qs
 
 MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
@@ -76,7 +76,13 @@ def session_from(query_string: str) -> str | None:
 # ── who may ask: other sites, foreign host names ────────────────────────────────────────
 
 
-def foreign_request(headers: Mapping[str, str], port: int, loopback: bool) -> str | None:
+class Headers(Protocol):
+    """A request's headers: a Mapping, or http.server's message."""
+
+    def get(self, name: str, default: None = None, /) -> str | None: ...
+
+
+def foreign_request(headers: Headers, port: int, loopback: bool) -> str | None:
     """Why a request must be refused, or None. Bound to this machine, the relay answers
     only its own page, a typed URL and tools like curl: another site open in the same
     browser may not start runs (``Sec-Fetch-Site``), nor may a DNS name that was made to

@@ -82,7 +82,7 @@ class RelayServer(BoundedServer):
         self.max_tokens = max_tokens
         self.keep_alive_seconds = keep_alive_seconds
         self.max_concurrent = max_concurrent
-        host, port = self.server_address[:2]
+        host, port = self.host_and_port
         self.url = f"http://{host}:{port}/"
         self.loopback = is_loopback(host)
         # {"query", "stopReason"} or {"query", "error"}, as runs end: for tests and the curious
@@ -177,7 +177,7 @@ class _Handler(BoundedHandler):  # beyond the article: timeouts and a bound on c
         url = urlsplit(self.path)
         if "Content-Length" in self.headers or "Transfer-Encoding" in self.headers:
             self.close_connection = True  # a GET with a body: it is never read, so don't reuse the connection
-        refusal = foreign_request(self.headers, self.server.server_address[1], self.server.loopback)
+        refusal = foreign_request(self.headers, self.server.host_and_port[1], self.server.loopback)
         if refusal is not None:
             self._send_json(403, {"error": refusal})
         elif url.path in ("/", "/index.html"):

@@ -84,16 +84,15 @@ def sse_fields(event: AgentEvent) -> tuple[str, dict[str, Any]] | None:
     ...                                            "content": "读", "isError": False}})
     ('tool_end', {'id': 'c1', 'name': 'read', 'ok': True, 'size': 3})
     """
-    kind = event["type"]
-    if kind == "text_delta":
+    if event["type"] == "text_delta":
         return "text", {"text": event["text"]}
-    if kind == "thinking_delta":
+    if event["type"] == "thinking_delta":
         return "thinking", {"text": event["text"]}
-    if kind == "tool_call_start":
+    if event["type"] == "tool_call_start":
         return "tool_preparing", {"id": event["id"], "name": event["name"]}
-    if kind == "tool_start":
+    if event["type"] == "tool_start":
         return "tool_start", {"id": event["toolCallId"], "name": event["name"], "args": event["args"]}
-    if kind == "tool_end":
+    if event["type"] == "tool_end":
         result = event["result"]
         data: dict[str, Any] = {
             "id": result["toolCallId"],
