@@ -9,7 +9,7 @@ thread and is not counted. It counts, for the whole run:
 
     events     SSE events the provider parsed (``parse_frame`` returned one)
     calls      calls into the package's code, generator resumptions included (what ``step`` enters)
-    moves      changes of the package file the innermost package frame is in (calls and returns)
+    moves      those calls that go into another of the package's files than the caller's
     files      the package's files whose functions ran (module bodies not counted)
 
 and prints calls and moves per event. ``tests/test_call_path.py`` holds the same figures to
@@ -44,12 +44,10 @@ def profile_readme_task(
     package = os.path.dirname(ink_py.__file__)
     main_thread = threading.main_thread()
     calls = 0
-    moves = 0
+    moves = 0  # calls from one of the package's files into another
     files: dict[str, int] = {}
     stack: list[str | None] = []  # the package file of each frame the profiler saw enter, innermost last
-    current: list[str | None] = [None]
     events = [0]
-    crossings = [0]
     parse_frame = shared.parse_frame
 
     def counting_parse_frame(*args: Any, **kwargs: Any) -> Any:
@@ -78,14 +76,9 @@ def profile_readme_task(
                 calls += 1
                 files[file] = files.get(file, 0) + 1
                 if caller is not None and caller != file:
-                    crossings[0] += 1
+                    moves += 1
         elif stack:
             stack.pop()
-        now = innermost()
-        if now is not None and now != current[0]:
-            if current[0] is not None:
-                moves += 1
-            current[0] = now
 
     args = ["--api", api, "--workspace", workspace or str(HERE.parent)]
     out, err = io.StringIO(), io.StringIO()
@@ -118,7 +111,6 @@ def profile_readme_task(
         "events": events[0],
         "calls": calls,
         "moves": moves,
-        "crossings": crossings[0],
         "files": {os.path.relpath(f, os.path.dirname(package)): n for f, n in sorted(files.items())},
         "answer": out.getvalue(),
     }
@@ -135,7 +127,7 @@ def main() -> None:
         print(
             f"{api:20} exit {figures['exit']}  {figures['events']} events  "
             f"{figures['calls'] / per_event:.1f} calls/event  {figures['moves'] / per_event:.1f} moves/event  "
-            f"{figures['crossings'] / per_event:.1f} crossings/event  {len(figures['files'])} files"
+            f"{len(figures['files'])} files"
         )
         if args.files:
             for file, count in figures["files"].items():
