@@ -41,7 +41,13 @@ DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; sent when the request
 # The block a delta implies when a proxy sends it without its content_block_start.
 BLOCK_OF_DELTA = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "tool_use"}
 # The JSON type of each field an event may carry that the loop reads (base.check_fields).
-EVENT_FIELDS = (("index", (int, str)), ("delta", dict), ("content_block", dict), ("message", dict), ("usage", dict))
+EVENT_FIELDS = (
+    ("index", (int, str)),
+    ("delta", (dict,)),
+    ("content_block", (dict,)),
+    ("message", (dict,)),
+    ("usage", (dict,)),
+)
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────

@@ -169,21 +169,18 @@ def field(container: dict[str, Any], key: str, expected: type, required: bool = 
     raise malformed(key, value, JSON_TYPE_NAMES[expected])
 
 
-def check_fields(data: dict[str, Any], fields: tuple[tuple[str, Any], ...]) -> None:
+def check_fields(data: dict[str, Any], fields: tuple[tuple[str, tuple[type, ...]], ...]) -> None:
     """Each ``(key, type)`` of ``fields`` that ``data`` has (not null) is of that JSON type, or
     ProviderError names it: the check an event of the Messages or Responses dialect passes.
 
-    >>> check_fields({"index": 0, "delta": "x"}, (("index", (int, str)), ("delta", dict)))
+    >>> check_fields({"index": 0, "delta": "x"}, (("index", (int, str)), ("delta", (dict,))))
     Traceback (most recent call last):
     ink_py.provider.types.ProviderError: the server sent a malformed chunk: "delta" is a string, expected an object
     """
     for key, expected in fields:
         value = data.get(key)
-        if value is not None and (not isinstance(value, expected) or value is True or value is False):
-            names = " or ".join(
-                JSON_TYPE_NAMES[kind] for kind in (expected if isinstance(expected, tuple) else (expected,))
-            )
-            raise malformed(key, value, names)
+        if value is not None and type(value) not in expected:  # exact types: a boolean is no number
+            raise malformed(key, value, " or ".join(JSON_TYPE_NAMES[kind] for kind in expected))
 
 
 def malformed(key: str, value: Any, expected: str) -> ProviderError:

@@ -39,8 +39,8 @@ THINKING_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_
 DELTA_EVENTS = TEXT_EVENTS | THINKING_EVENTS  # may open their item when no .added came first
 END_EVENTS = {"response.completed", "response.incomplete"}
 # The JSON type of each field an event may carry that the loop reads (base.check_fields).
-EVENT_FIELDS = (("item_id", (int, str)), ("output_index", (int, str)), ("item", dict), ("response", dict))
-RESPONSE_FIELDS = (("incomplete_details", dict), ("usage", dict), ("status", str))
+EVENT_FIELDS = (("item_id", (int, str)), ("output_index", (int, str)), ("item", (dict,)), ("response", (dict,)))
+RESPONSE_FIELDS = (("incomplete_details", (dict,)), ("usage", (dict,)), ("status", (str,)))
 
 
 # ── §2 the core loop: assemble_stream ───────────────────────────────────────────────────
