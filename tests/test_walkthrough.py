@@ -105,21 +105,23 @@ def test_each_excerpt_is_copied_exactly_from_that_function(path, function, lines
     assert lines in windows, f"this excerpt no longer matches {path} · {function}:\n" + "\n".join(lines)
 
 
+PDB_ANCHORS = [  # (file, how the line the recipe breaks on begins)
+    ("ink_py/provider/shared.py", "frame = buffer[start:sep]"),
+    ("ink_py/provider/openai_completions.py", "text_parts.append(content)"),
+    ("ink_py/provider/openai_completions.py", "tool_raw_by_index[index].append(fragment)"),
+    ("ink_py/provider/openai_completions.py", 'yield {"type": "message_end"'),
+]
+
+
 def test_the_pdb_breakpoints_point_at_the_lines_the_recipe_names():
-    anchors = [
-        ("ink_py/provider/shared.py", 'frame = "".join(buffer)[:-1]'),
-        ("ink_py/provider/shared.py", 'frame = "".join(buffer) + text[start:sep]'),
-        ("ink_py/provider/openai_completions.py", "text_parts.append(content)"),
-        ("ink_py/provider/openai_completions.py", "tool_raw_by_index[index].append(fragment)"),
-        ("ink_py/provider/openai_completions.py", "yield {"),
-    ]
+    """An edit above a breakpoint moves its line: this says which number the recipe needs now."""
     breakpoints = re.findall(r"\(Pdb\) b ([\w/.]+):(\d+)", WALKTHROUGH)
-    assert [path for path, _ in breakpoints] == [path for path, _ in anchors]
-    for (path, number), (_, text) in zip(breakpoints, anchors, strict=True):
-        line = (ROOT / path).read_text(encoding="utf-8").splitlines()[int(number) - 1]
-        assert line.strip().startswith(text), f"{path}:{number} is now {line.strip()!r}, not {text!r}"
-    message_end = (ROOT / anchors[-1][0]).read_text(encoding="utf-8").splitlines()[int(breakpoints[-1][1])]
-    assert '"type": "message_end"' in message_end
+    assert [path for path, _ in breakpoints] == [path for path, _ in PDB_ANCHORS]
+    for (path, number), (_, text) in zip(breakpoints, PDB_ANCHORS, strict=True):
+        lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+        now = [i + 1 for i, line in enumerate(lines) if line.strip().startswith(text)]
+        assert len(now) == 1, f"{path}: {text!r} is on lines {now}, not one line"
+        assert int(number) == now[0], f"walkthrough.md: `b {path}:{number}` must now be `b {path}:{now[0]}` ({text})"
 
 
 def test_it_follows_the_articles_numbering():
@@ -166,9 +168,6 @@ def test_the_recipe_says_truly_which_breakpoints_fire_in_the_readme_task(monkeyp
     finally:
         sys.settrace(previous)
     capsys.readouterr()
-    cut_in_one_read, straddling = breakpoints[1][1], breakpoints[0][1]
-    assert in_readme_task.get(cut_in_one_read) is None  # never in the README task …
-    assert debugger.hits.get(cut_in_one_read) == 1  # … but in the §2.1 test
-    assert all(in_readme_task.get(number) for _, number in breakpoints if number != cut_in_one_read)
-    assert in_readme_task[straddling] > 1
-    assert "这一处在 README 任务里不会停" in WALKTHROUGH and "python -m pdb -m pytest -s" in WALKTHROUGH
+    assert all(in_readme_task.get(number) for _, number in breakpoints), in_readme_task
+    assert debugger.hits == {breakpoints[0][1]: 1}  # the §2.1 test: one frame cut
+    assert "python -m pdb -m pytest -s" in WALKTHROUGH
