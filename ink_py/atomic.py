@@ -1,0 +1,56 @@
+"""Files written for a user: to a temporary file beside the target, then renamed — beyond Ink.
+
+Whatever ink_py writes for someone (a saved chat session, a recording, a report, the course's
+progress file) goes through here, so a failure half-way (a full disk, an unencodable
+character, Ctrl-C) leaves the file that was there untouched: the new content appears whole,
+or not at all. ``os.replace`` is atomic on POSIX and on Windows for a file in the same folder.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> write_text_atomically(target, "读取 README\\n"); target.read_text(encoding="utf-8")
+    '读取 README\\n'
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` whole, or leave ``path`` as it was (and no temporary file behind)."""
+    target = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as sink:
+            sink.write(data)
+            sink.flush()
+            os.fsync(sink.fileno())
+        if target.exists():
+            os.chmod(temporary, target.stat().st_mode & 0o7777)  # keep the old file's permissions
+        else:
+            os.chmod(temporary, 0o666 & ~UMASK)  # what open() would have given a new file
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def write_text_atomically(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """``write_bytes_atomically`` of ``text`` encoded first: an unencodable character fails
+    before anything is touched."""
+    write_bytes_atomically(path, text.encode(encoding))
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it: set straight back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = current_umask()  # read once, at import: os.umask is process-wide, not thread-safe
