@@ -40,7 +40,7 @@ DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; sent when the request
 
 # The block a delta implies when a proxy sends it without its content_block_start.
 BLOCK_OF_DELTA = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "tool_use"}
-# The JSON type of each field an event may carry that the loop reads (base.check_fields).
+# The JSON type of each field an event may carry that the loop reads (check_event).
 EVENT_FIELDS = (
     ("index", (int, str)),
     ("delta", (dict,)),
@@ -71,9 +71,8 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     for sse in abort_safe(parse_sse(guarded(body)), signal):  # guarded: beyond §2.1, see shared.py
         if signal.aborted:
             return
-        raise_if_server_error(sse)  # `event: error` after HTTP 200, e.g. overloaded_error
+        check_event(sse)  # beyond §2: `event: error` after HTTP 200 raises; a field of the wrong type is named
         data = sse["data"]
-        check_fields(data, EVENT_FIELDS)  # beyond §2: a field of the wrong JSON type is named
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
         kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
         index = data.get("index")
@@ -210,15 +209,25 @@ def merge_usage(usage: Usage, reported: Any) -> None:
         usage["cacheReadTokens"] = token_count(reported, "cache_read_input_tokens")
 
 
-def raise_if_server_error(sse: SseEvent) -> None:
-    """``event: error`` (``{"type": "error", "error": {"type": "overloaded_error", …}}``) raises."""
+def check_event(sse: SseEvent) -> None:
+    """``event: error`` (``{"type": "error", "error": {"type": "overloaded_error", …}}``) raises with
+    the server's words; a field the loop reads that has the wrong JSON type is named (``check_fields``).
+    The usual event, a delta at an index, passes on two type tests.
+
+    >>> check_event({"event": "content_block_delta", "data": {"index": [0]}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ink_py.provider.types.ProviderError: the server sent a malformed chunk: "index" is an array, ...
+    """
     data = sse["data"]
-    if not isinstance(data, dict):
+    if type(data) is not dict:
         raise ProviderError(f"the server sent an event that is not a Messages event: {str(data)[:200]!r}")
     if sse["event"] == "error" or data.get("type") == "error":
         error = data.get("error")
         kind = f"{error['type']}: " if isinstance(error, dict) and isinstance(error.get("type"), str) else ""
         raise ProviderError(f"the server reported an error in the stream: {kind}{server_message(data)}")
+    if len(data) == 3 and type(data.get("index")) is int and type(data.get("delta")) is dict:
+        return  # the usual event: {"type": "content_block_delta", "index": 0, "delta": {…}}
+    check_fields(data, EVENT_FIELDS)
 
 
 # ── the request body: to_wire_messages, build_request_body ──────────────────────────────

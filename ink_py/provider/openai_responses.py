@@ -38,7 +38,8 @@ TEXT_EVENTS = {"response.output_text.delta"}
 THINKING_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}  # summary; raw (vLLM)
 DELTA_EVENTS = TEXT_EVENTS | THINKING_EVENTS  # may open their item when no .added came first
 END_EVENTS = {"response.completed", "response.incomplete"}
-# The JSON type of each field an event may carry that the loop reads (base.check_fields).
+FAILURES = ("error", "response.failed")  # the events that end a reply with the server's error (a tuple: == only)
+# The JSON type of each field an event may carry that the loop reads (check_event).
 EVENT_FIELDS = (("item_id", (int, str)), ("output_index", (int, str)), ("item", (dict,)), ("response", (dict,)))
 RESPONSE_FIELDS = (("incomplete_details", (dict,)), ("usage", (dict,)), ("status", (str,)))
 
@@ -64,9 +65,8 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     for sse in abort_safe(parse_sse(guarded(body)), signal):  # guarded: beyond §2.1, see shared.py
         if signal.aborted:
             return
-        raise_if_server_error(sse)  # `event: error` and response.failed
+        check_event(sse)  # beyond §2: `error` and response.failed raise; a field of the wrong type is named
         data = sse["data"]
-        check_fields(data, EVENT_FIELDS)  # beyond §2: a field of the wrong JSON type is named
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
         kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
         # The item this event is about: by item_id when known, else output_index.
@@ -179,22 +179,36 @@ def merge_usage(usage: Usage, reported: dict[str, Any]) -> None:
     usage["cacheReadTokens"] = cached
 
 
-def raise_if_server_error(sse: SseEvent) -> None:
-    """``error`` events (flat ``{"code", "message"}`` or nested ``{"error": {…}}``) and ``response.failed``."""
+def check_event(sse: SseEvent) -> None:
+    """``error`` events (flat ``{"code", "message"}`` or nested ``{"error": {…}}``) and ``response.failed``
+    raise with the server's words; a field the loop reads that has the wrong JSON type is named.
+
+    >>> check_event({"event": "response.output_text.delta", "data": {"item_id": {"id": 1}}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ink_py.provider.types.ProviderError: the server sent a malformed chunk: "item_id" is an object, ...
+    """
     data = sse["data"]
-    if not isinstance(data, dict):
+    if type(data) is not dict:
         raise ProviderError(f"the server sent an event that is not a Responses event: {str(data)[:200]!r}")
-    kind = data.get("type") or sse["event"]
-    if sse["event"] == "error" or kind == "error":
+    if sse["event"] in FAILURES or data.get("type") in FAILURES:
+        raise_server_error(sse["event"], data)
+    if type(data.get("item_id")) is str and type(data.get("output_index")) is int and "item" not in data:
+        if "response" not in data:
+            return  # the usual event: a delta of an item named by both
+    check_fields(data, EVENT_FIELDS)
+
+
+def raise_server_error(name: str, data: dict[str, Any]) -> None:
+    kind = data.get("type") or name
+    if name == "error" or kind == "error":
         error: dict[str, Any] = data["error"] if isinstance(data.get("error"), dict) else data
         code = f"{error['code']}: " if isinstance(error.get("code"), str) and error["code"] else ""
         raise ProviderError(f"the server reported an error in the stream: {code}{server_message(data)}")
-    if sse["event"] == "response.failed" or kind == "response.failed":
-        response = data["response"] if isinstance(data.get("response"), dict) else {}
-        error = response.get("error") or {}
-        code = f"{error['code']}: " if isinstance(error, dict) and isinstance(error.get("code"), str) else ""
-        message = server_message(error) if error else "the response failed"
-        raise ProviderError(f"the server reported an error in the stream: {code}{message}")
+    response = data["response"] if isinstance(data.get("response"), dict) else {}
+    failure = response.get("error") or {}
+    code = f"{failure['code']}: " if isinstance(failure, dict) and isinstance(failure.get("code"), str) else ""
+    message = server_message(failure) if failure else "the response failed"
+    raise ProviderError(f"the server reported an error in the stream: {code}{message}")
 
 
 # ── the request body: to_wire_input, build_request_body ─────────────────────────────────
