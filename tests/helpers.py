@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+
+
+# What points ink-py at an endpoint: without them the built-in scripted model answers.
+ENDPOINT_SETTINGS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "INK_API")
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment for a child ``python -m ink_py``: no endpoint setting, no NO_COLOR, this checkout
+    on PYTHONPATH, then ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (*ENDPOINT_SETTINGS, "NO_COLOR") and not k.startswith("ANTHROPIC_")
+    }
+    return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
 def fixture_bytes(name: str) -> bytes:
@@ -24,6 +42,23 @@ DIALECT_OF_FOLDER = {
     "anthropic": "anthropic_messages",
     "responses": "openai_responses",
 }
+
+
+# Where each dialect's copy of the article's scenarios lives (fixtures/<folder>/readme.sse, …).
+ARTICLE_FOLDER = {"openai_completions": "article", "anthropic_messages": "anthropic", "openai_responses": "responses"}
+# The event that ends a reply in each dialect: a stream without it "may be truncated".
+END_EVENT = {
+    "openai_completions": "finish_reason",
+    "anthropic_messages": "message_stop",
+    "openai_responses": "response.completed",
+}
+
+
+def in_each_dialect(exercise: Any = None) -> list[Any]:
+    """The three dialects as pytest params; an exercise's mark (``pytest.mark.exN``) only on Chat
+    Completions, the article's own, so that ``pytest -m exN`` selects what the exercise wrote."""
+    marks = [exercise] if exercise is not None else []
+    return [pytest.param(dialect, marks=marks if dialect == "openai_completions" else []) for dialect in ARTICLE_FOLDER]
 
 
 def dialect_of(name: str) -> str:
@@ -52,6 +87,19 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     """``data`` cut at the given byte offsets: the reads a network might deliver."""
     points = [0, *sorted(set(c for c in cuts if 0 < c < len(data))), len(data)]
     return [data[a:b] for a, b in pairwise(points)]
+
+
+def arrivals(reads: list[bytes], parse: Callable[[Iterator[bytes]], Iterator[Any]]) -> list[int]:
+    """For each item ``parse`` yields from ``reads``: how many reads it had taken by then."""
+    taken = 0
+
+    def network() -> Iterator[bytes]:
+        nonlocal taken
+        for read in reads:
+            taken += 1
+            yield read
+
+    return [taken for _ in parse(network())]
 
 
 def sse(chunk: dict) -> bytes:

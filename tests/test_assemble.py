@@ -1,7 +1,9 @@
 """assemble_stream (article §2, §2.2, §4.1–§4.4): the article's scenarios, step by step.
 
 Each test names the exercise it checks (ex3 text, ex4 tool fragments, ex5 finish reason,
-ex6 abort, ex7 unparseable arguments).
+ex6 abort, ex7 unparseable arguments). A scenario every dialect has its copy of (a missing
+end event, an abort, a read error) runs in all three; the exercise's mark stays on Chat
+Completions, the article's own. What every dialect must yield alike is tests/test_dialects.py's.
 """
 
 import json
@@ -11,7 +13,7 @@ import pytest
 
 from ink_py.provider import openai_completions, shared
 
-from .helpers import fixture_bytes, growth_verdict, run_assembly
+from .helpers import ARTICLE_FOLDER, END_EVENT, fixture_bytes, growth_verdict, in_each_dialect, run_assembly
 
 REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=shared)  # whatever ``ink`` is
 
@@ -214,10 +216,10 @@ def test_map_finish_reason(ink, reason, stop_reason):
     assert ink.openai_completions.map_finish_reason(reason) == stop_reason
 
 
-@pytest.mark.ex5
-def test_article_missing_finish_reason_raises_and_yields_no_message(ink):
-    events, error = run_assembly(ink, [fixture_bytes("article/missing_finish")])
-    assert error == "stream ended without finish_reason — response may be truncated"
+@pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex5))
+def test_article_missing_finish_reason_raises_and_yields_no_message(ink, dialect):
+    events, error = run_assembly(ink, [fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/missing_finish")], dialect=dialect)
+    assert error == f"stream ended without {END_EVENT[dialect]} — response may be truncated"
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "tool_call_delta"]
 
 
@@ -270,17 +272,20 @@ def test_empty_reply_gets_a_placeholder_block(ink):
 # ── ex6: abort (§4.2) ───────────────────────────────────────────────────────────────────
 
 
-@pytest.mark.ex6
-def test_article_abort_scenario_ends_quietly_without_message_end(ink):
+@pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex6))
+def test_article_abort_scenario_ends_quietly_without_message_end(ink, dialect):
     controller = ink.abort.AbortController()
 
     def network():
-        yield fixture_bytes("article/abort")
+        yield fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/abort")
         controller.abort()  # the user presses Ctrl-C while the next read is pending
         raise ConnectionResetError("connection closed by abort")
 
-    events = list(ink.openai_completions.assemble_stream(network(), controller.signal))
-    assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta"]
+    events = list(getattr(ink, dialect).assemble_stream(network(), controller.signal))
+    assert events == [  # the events so far, the same in every dialect, and no message_end
+        {"type": "tool_call_start", "id": "t1", "name": "read"},
+        {"type": "tool_call_delta", "id": "t1", "jsonDelta": '{"path":"REA'},
+    ]
 
 
 @pytest.mark.ex6
@@ -312,14 +317,14 @@ def test_abort_safe_passes_items_and_swallows_errors_only_when_aborted(ink):
     assert list(ink.shared.abort_safe(failing(), controller.signal)) == [1, 2]
 
 
-@pytest.mark.ex6
-def test_a_read_error_without_abort_propagates_through_assembly(ink):
+@pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex6))
+def test_a_read_error_without_abort_propagates_through_assembly(ink, dialect):
     def network():
-        yield fixture_bytes("article/abort")
+        yield fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/abort")
         raise ConnectionResetError("peer reset")
 
     with pytest.raises(ConnectionResetError, match="peer reset"):
-        list(ink.openai_completions.assemble_stream(network(), ink.abort.AbortController().signal))
+        list(getattr(ink, dialect).assemble_stream(network(), ink.abort.AbortController().signal))
 
 
 # ── ex7: arguments that are not JSON (§4.3) ────────────────────────────────────────────

@@ -1,29 +1,26 @@
-"""``ink-py`` end to end, as a user runs it: a subprocess, real HTTP, real exit codes."""
+"""``ink-py`` end to end, as a user runs it: a subprocess, real HTTP, real exit codes.
+
+The README task and the article's scenarios on the built-in model, a real endpoint and its
+failures as one ``error:`` line, usage mistakes, ``--help`` and ``--version``, ``--record`` and
+``--display``. Ctrl-C is tests/test_ctrl_c.py's; what the terminal shows, tests/test_terminal.py's.
+"""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
 
-from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import ROOT, fixture_bytes, sse, text_reply, tool_reply
+from .fake_server import FakeModelServer, Reply
+from .helpers import cli_env, fixture_bytes, sse, text_reply, tool_reply
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
 
 
 def ink_py(*args, cwd, env_extra=None, timeout=60):
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL", "NO_COLOR", "INK_API")
-        and not k.startswith("ANTHROPIC_")
-    }
-    env["PYTHONPATH"] = str(ROOT)
-    env["INK_SCRIPTED_DELAY"] = "0"  # the built-in model streams without pauses here
-    env.update(env_extra or {})
+    """``python -m ink_py *args`` to its end; the built-in model (unless told otherwise) streams without pauses."""
+    env = cli_env(**{"INK_SCRIPTED_DELAY": "0", **(env_extra or {})})
     return subprocess.run(
         [sys.executable, "-m", "ink_py", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -196,36 +193,6 @@ def test_the_read_tool_stays_inside_the_workspace(workspace, tmp_path_factory):
     assert "outside the workspace" in tool_message["content"] and "TOP SECRET" not in tool_message["content"]
 
 
-def test_sigint_during_a_long_pause_aborts_cleanly(workspace):
-    pause = Pause(limit=30)
-    first = fixture_bytes("article/readme").split(b"\n\n")[0] + b"\n\n"
-    with FakeModelServer(
-        [Reply(parts=[first, pause, b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'])]
-    ) as server:
-        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INK_MODEL")}
-        env["PYTHONPATH"] = str(ROOT)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
-            cwd=workspace,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        first_text = process.stdout.read(len("我先读一下 README。"))  # the first event reached the user
-        process.send_signal(signal.SIGINT)
-        try:
-            stdout, stderr = process.communicate(timeout=10)
-        finally:
-            process.kill()
-            pause.event.set()
-    assert first_text == "我先读一下 README。"
-    assert process.returncode == 130
-    assert "Traceback" not in stderr
-    # no message_end: the turn never completed, yet it is counted and named
-    assert "— m · 1 turn · in 0 / out 0 tokens (aborted during turn 1: that reply was not kept)" in stderr
-
-
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -260,6 +227,56 @@ def test_a_server_that_is_not_running_is_named_in_plain_words(workspace):
     )
 
 
+@pytest.mark.parametrize("url", ["127.0.0.1:8080/v1", "localhost:11434/v1", "api.openai.com/v1"])
+def test_a_base_url_without_a_scheme_is_refused_at_once(workspace, url):
+    done = ink_py("--base-url", url, "--model", "m", cwd=workspace)
+    assert done.returncode == 1
+    assert done.stderr == f"error: --base-url {url}: give the whole URL, with http:// or https:// (e.g. http://{url})\n"
+
+
+def test_a_404_shows_the_url_tried_and_suggests_v1(workspace):
+    with FakeModelServer([Reply(404, parts=[b'{"detail": "Not Found"}'], framing="length")]) as server:
+        root = server.base_url.removesuffix("/v1")  # the usual slip: /v1 left out
+        done = ink_py("--base-url", root, "--model", "m", cwd=workspace)
+    assert done.returncode == 1
+    assert f"tried POST {root}/chat/completions — most servers want the base URL to end in /v1" in done.stderr
+    assert len(server.requests) == 1  # a 404 is not retried
+
+
+@pytest.mark.parametrize("prompt", ["", "   ", "\n"])
+def test_an_empty_prompt_is_refused(workspace, prompt):
+    done = ink_py(prompt, cwd=workspace)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == "error: the prompt is empty: ask a question (or leave the prompt out for the README task)\n"
+
+
+def test_a_bad_delay_setting_is_a_usage_error(workspace):
+    done = ink_py(cwd=workspace, env_extra={"INK_SCRIPTED_DELAY": "fast"})
+    assert done.returncode == 1 and done.stderr == "error: INK_SCRIPTED_DELAY=fast: not a number of seconds\n"
+
+
+def test_no_prompt_runs_the_readme_task_even_on_a_terminal(workspace):
+    """The decision: ``ink-py`` alone is always the README task (CI runs it with stdout captured);
+    a conversation is ``ink-py chat``, which --help lists."""
+    assert "ink-py chat" in ink_py("--help", cwd=workspace).stdout
+    controller, terminal = os.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ink_py"],
+            cwd=workspace,
+            env=cli_env(INK_SCRIPTED_DELAY="0"),
+            stdin=terminal,  # a terminal on stdin: someone at a keyboard
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert done.returncode == 0 and "Demo project" in done.stdout
+    assert "›" not in done.stdout + done.stderr  # no chat prompt
+
+
 def test_record_saves_the_bodies_byte_for_byte(workspace):
     body = fixture_bytes("servers/proxy_crlf")
     with FakeModelServer([Reply(parts=[body[:50], body[50:]])]) as server:
@@ -272,9 +289,15 @@ def test_record_saves_the_bodies_byte_for_byte(workspace):
     assert json.loads(request)["model"] == "m" and "sk-SECRET-1" not in request
 
 
-def test_python_dash_m_and_the_console_script_agree(workspace):
+def test_help_names_the_exit_codes_and_the_delay_setting(workspace):
     done = ink_py("--help", cwd=workspace)
-    assert done.returncode == 0 and "usage: ink-py" in done.stdout and "exit codes" in done.stdout
+    assert done.returncode == 0 and "exit codes" in done.stdout
+    assert "INK_SCRIPTED_DELAY=S" in done.stdout and "0: no pauses" in done.stdout
+
+
+def test_version_names_the_program_and_its_version(workspace):
+    done = ink_py("--version", cwd=workspace)
+    assert done.returncode == 0 and done.stdout.startswith("ink-py ") and done.stdout.strip() != "ink-py"
 
 
 @pytest.mark.parametrize(
@@ -302,26 +325,6 @@ def test_a_bad_flag_is_one_error_line_and_exit_1_in_every_command(workspace, arg
     done = ink_py(*argv, cwd=workspace)
     assert (done.returncode, done.stdout) == (1, ""), done.stderr  # exit 2 means only "answer truncated"
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-
-
-def test_serve_model_prints_its_url_first(workspace):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ink_py", "serve-model", "--port", "0", "--delay", "0"],
-        cwd=workspace,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = process.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-        done = ink_py("--base-url", url, "--model", "ink-scripted", cwd=workspace)
-        assert done.returncode == 0 and "Demo project" in done.stdout
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=10)
-    assert process.returncode == 0
 
 
 @pytest.mark.parametrize(

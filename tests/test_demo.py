@@ -5,7 +5,6 @@ the steps it records, the text it prints, and the command as a user runs it
 (pipes, a pseudo-terminal for Enter / q / Ctrl-C, ``--file`` on a recorded body).
 """
 
-import bdb
 import inspect
 import io
 import json
@@ -15,7 +14,6 @@ import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +25,7 @@ from ink_py.course import demo, demo_dialects, demo_panels, demo_screens, demo_s
 from ink_py.provider import anthropic_messages, openai_completions, openai_responses, shared
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
-from .helpers import ROOT, all_fixture_names, dialect_of, fixture_bytes, run_assembly
+from .helpers import END_EVENT, ROOT, all_fixture_names, dialect_of, fixture_bytes, run_assembly
 
 REFERENCE = SimpleNamespace(
     openai_completions=openai_completions,
@@ -45,9 +43,11 @@ README_TITLES = [
 ]
 
 
-def steps_of(name):
-    frames = demo_steps.split_frames(fixture_path(SCENARIOS[name]["fixture"]).read_bytes())
-    return demo_steps.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None)
+def steps_of(name, api="openai-completions"):
+    """The steps the demo records for scenario ``name``, from ``api``'s copy of its fixture."""
+    fixture = SCENARIOS[name]["fixture"].replace("article/", demo_dialects.DIALECTS[api]["folder"] + "/")
+    frames = demo_steps.split_frames(fixture_path(fixture).read_bytes())
+    return demo_steps.record_steps(frames, len(frames) if name in demo.ABORT_SCENARIOS else None, api)
 
 
 def message_ends(step):
@@ -125,15 +125,17 @@ def test_interleaved_keeps_two_raw_strings_that_never_mix():
     assert [block["id"] for block in end["message"]["blocks"]] == ["t1", "t2"]
 
 
+@pytest.mark.parametrize("api", list(demo_dialects.DIALECTS))
 @pytest.mark.parametrize(
     "name, outcome, last_title, says",
     [
-        ("missing-finish", "error", "缺少结束原因,拒绝交付", "stream ended without finish_reason"),
+        ("missing-finish", "error", "缺少结束原因,拒绝交付", "stream ended without {end}"),
         ("abort", "aborted", "用户中断,结束接收", "aborted = true"),
     ],
 )
-def test_a_stream_that_fails_never_hands_over_a_message(name, outcome, last_title, says):
-    steps = steps_of(name)
+def test_a_stream_that_fails_never_hands_over_a_message(api, name, outcome, last_title, says):
+    steps = steps_of(name, api)
+    says = says.format(end=END_EVENT[api.replace("-", "_")])
     assert all(message_ends(step) == [] for step in steps)
     assert steps[-1]["outcome"] == outcome and steps[-1]["title"] == last_title
     text = demo_screens.render_step(steps[-1], len(steps), len(steps), demo_screens.Style(False))
@@ -350,116 +352,7 @@ def test_a_body_recorded_by_ink_py_record_can_be_stepped_through(tmp_path):
     assert "read" in shown.stdout and "message_end:" in shown.stdout
 
 
-# ── a debugger still works while the demo traces ─────────────────────────────────────
-
-
-class BreakOnce(bdb.Bdb):
-    """pdb's engine, with one breakpoint: records the locals it sees there, then continues."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def user_line(self, frame):
-        if self.break_here(frame):
-            self.seen.append(list(frame.f_locals["text_parts"]))
-        self.set_continue()
-
-
-def test_a_debuggers_breakpoint_in_assemble_stream_still_stops_during_the_demo(capsys):
-    number, _ = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
-    debugger = BreakOnce()
-    debugger.set_break(inspect.getsourcefile(openai_completions.assemble_stream), number + 1)
-    previous = sys.gettrace()
-    try:
-        debugger.runcall(demo.main, ["readme", "--no-pause"])
-    finally:
-        sys.settrace(previous)
-    assert debugger.seen == [["我先读一下 README。"]]  # stopped on the line after the append, once
-    assert "步骤 6 / 6" in capsys.readouterr().out
-
-
-def test_a_debugpy_breakpoint_in_assemble_stream_stops_the_launch_json_demo():
-    """What .vscode/launch.json's "ink-py demo readme (no pause)" does, driven over DAP without VS Code."""
-    pytest.importorskip("debugpy")
-    number, _ = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
-    with socket.socket() as probe:  # a free port for debugpy to listen on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    argv, env = command("readme", "--no-pause")
-    debuggee = [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", *argv[1:]]
-    process = subprocess.Popen(debuggee, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        dap = Dap(port)
-        dap.request("initialize", adapterID="debugpy", pathFormat="path", linesStartAt1=True)
-        dap.request("attach", wait=False, justMyCode=True)
-        dap.wait_event("initialized")
-        source = {"path": inspect.getsourcefile(openai_completions.assemble_stream)}
-        dap.request("setBreakpoints", source=source, breakpoints=[{"line": number}])
-        dap.request("configurationDone")
-        thread = dap.wait_event("stopped")["threadId"]
-        [top, *_] = dap.request("stackTrace", threadId=thread)["stackFrames"]
-        [local_scope, *_] = dap.request("scopes", frameId=top["id"])["scopes"]
-        variables = dap.request("variables", variablesReference=local_scope["variablesReference"])["variables"]
-        seen = {v["name"]: v["value"] for v in variables}
-        dap.request("continue", threadId=thread)
-        dap.wait_event("terminated")
-        dap.request("disconnect", wait=False)
-        dap.close()
-        stdout, _ = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    assert (top["name"], top["line"]) == ("assemble_stream", number)
-    assert seen["content"] == "'我先读一下 README。'" and seen["text_parts"] == "[]"  # about to append
-    assert process.returncode == 0 and stdout.decode().count("━━ 步骤") == 6
-
-
-class Dap:
-    """Just enough of the Debug Adapter Protocol to drive debugpy from a test."""
-
-    def __init__(self, port, limit=60.0):
-        deadline = time.monotonic() + limit
-        while True:
-            try:
-                self.sock = socket.create_connection(("127.0.0.1", port), timeout=limit)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)  # debugpy is still starting
-        self.reader = self.sock.makefile("rb")
-        self.seq = 0
-
-    def request(self, command, wait=True, **arguments):
-        self.seq += 1
-        body = json.dumps({"seq": self.seq, "type": "request", "command": command, "arguments": arguments}).encode()
-        self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        if wait:
-            sent = self.seq
-            reply = self.next(lambda m: m.get("type") == "response" and m.get("request_seq") == sent)
-            assert reply["success"], reply
-            return reply.get("body") or {}
-
-    def wait_event(self, name):
-        return self.next(lambda m: m.get("type") == "event" and m.get("event") == name).get("body") or {}
-
-    def next(self, wanted):
-        while True:
-            length = None
-            for header in iter(self.reader.readline, b"\r\n"):
-                assert header, "debugpy closed the connection"
-                if header.lower().startswith(b"content-length:"):
-                    length = int(header.split(b":")[1])
-            message = json.loads(self.reader.read(length))
-            if wanted(message):
-                return message
-
-    def close(self):
-        self.reader.close()
-        self.sock.close()
-
-
-# ── one step, one screen (issue 13) ─────────────────────────────────────────────────
+# ── one step, one screen ────────────────────────────────────────────────────────────
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 PANELS = ("本次收到", "接入层暂存", "交给 Agent 循环", "执行的代码")
@@ -541,17 +434,6 @@ def read_pty_until(fd, marker, limit=30.0):
                 break
             seen += data
     return seen
-
-
-def test_a_recording_cannot_move_the_terminals_cursor_or_colour_it(tmp_path):
-    from .helpers import text_reply
-
-    recording = tmp_path / "001-response.sse"
-    recording.write_bytes(text_reply("红\x1b[2J\x1b[31m\r走开\x07"))
-    done = subprocess.run(command("--file", str(recording), "--no-pause")[0], capture_output=True, text=True)
-    assert done.returncode == 0 and "红" in done.stdout
-    assert not any(char in done.stdout for char in "\x1b\r\x07")
-    assert "\\x1b[2J" in done.stdout
 
 
 def test_the_page_of_each_dialect_shows_that_dialects_code():

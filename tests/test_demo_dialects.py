@@ -1,7 +1,9 @@
-"""``ink-py demo`` reads what a step shows off the assembler itself (``demo_dialects``).
+"""``ink-py demo`` in each wire dialect (``--api``), and what a step shows, read off the assembler itself.
 
-The state shown is the locals ``assemble_stream`` sets up before its main loop, the event
-is that loop's variable, the code shown is the functions it really calls: so a state
+The same "读取 README" story stepped through in each dialect hands the display and the loop
+what Chat Completions does, in steps named after the dialect's own events. The state shown
+is the locals ``assemble_stream`` sets up before its main loop, the event is that loop's
+variable, the code shown is the functions it really calls (``demo_dialects``): so a state
 variable renamed or added, or a helper moved, shows up without editing the demo — and a
 local the panels know by name may go missing without breaking it.
 """
@@ -10,11 +12,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from ink_py.course import demo_panels, demo_screens, demo_steps
+from ink_py.course import demo, demo_panels, demo_screens, demo_steps
 from ink_py.course.demo_dialects import DIALECTS, UNSHOWN, assembler, assembler_locals, callees, traced_functions
 from ink_py.provider import anthropic_messages, shared
+from ink_py.scripted.scenarios import SCENARIOS
 
 from .helpers import text_reply
+from .test_demo import steps_of
+
+OTHER_APIS = ["anthropic-messages", "openai-responses"]
 
 
 def joined(parts: list[str]) -> str:
@@ -85,3 +91,81 @@ def test_a_helper_reached_only_through_another_is_traced():
     traced, called = traced_functions(anthropic_messages.assemble_stream), callees(anthropic_messages.assemble_stream)
     assert shared.safe_parse_json in traced and shared.safe_parse_json not in called
     assert shared.parse_sse in called and shared.parse_sse not in traced  # UNSHOWN: its work is 本次收到
+
+
+# ── the same story in each dialect: ink-py demo --api … ────────────────────────────────
+
+
+def emitted(steps):
+    return [event for step in steps for event in step["emitted"]]
+
+
+@pytest.mark.parametrize("api", OTHER_APIS)
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_scenario_hands_the_display_and_the_loop_what_chat_completions_does(api, name):
+    theirs, ours = steps_of(name, api), steps_of(name, "openai-completions")
+    assert emitted(theirs) == emitted(ours)
+    assert theirs[-1]["outcome"] == ours[-1]["outcome"]
+    assert all(step["outcome"] == "pending" for step in theirs[:-1])
+
+
+@pytest.mark.parametrize(
+    "api, titles",
+    [
+        (
+            "anthropic-messages",
+            [
+                "等待第一条事件",
+                "回复开始",
+                "打开 index 0 的 text 块",
+                "保存文本,先交给显示层",
+                "index 0 的块结束,拼好它的文本",
+                "建立 index 1 的工具请求",
+                "继续拼接 index 1 的工具请求",
+                "继续拼接 index 1 的工具请求",
+                "index 1 的块结束,解析它的参数",
+                "记下结束原因,继续读到 message_stop",
+                "收到结束事件 message_stop;解析参数,交出完整回复",
+            ],
+        ),
+        (
+            "openai-responses",
+            [
+                "等待第一条事件",
+                "回复开始",
+                "打开 output_index 0 的 message 项",
+                "保存文本,先交给显示层",
+                "建立 index 1 的工具请求",
+                "继续拼接 index 1 的工具请求",
+                "继续拼接 index 1 的工具请求",
+                "收到整串参数(.done),以它为准",
+                "收到结束事件 response.completed;解析参数,交出完整回复",
+            ],
+        ),
+    ],
+)
+def test_the_readme_steps_are_named_after_the_dialects_own_events(api, titles):
+    assert [step["title"] for step in steps_of("readme", api)] == titles
+
+
+def test_a_messages_tool_call_is_parsed_at_its_block_stop_before_the_reply_ends():
+    steps = steps_of("readme", "anthropic-messages")
+    stop = next(step for step in steps if step["title"].startswith("index 1 的块结束"))
+    assert stop["state"]["block_by_index"][1]["arguments"] == {"path": "README.md"}
+    assert stop["outcome"] == "pending" and "finish_block" in stop["lines"]
+    text = demo_screens.render_step(stop, 9, 11, demo_screens.Style(False))
+    assert 'arguments(解析后)= {"path": "README.md"}' in text
+    assert "ink_py/provider/anthropic_messages.py · assemble_stream()" in text
+
+
+def test_the_command_takes_api_and_says_which_fixture(capsys):
+    code = demo.main(["--api", "openai-responses", "--no-pause", "interleaved"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "fixtures/responses/interleaved.sse" in out
+    assert "index_by_item = " in out and "ink_py/provider/openai_responses.py · assemble_stream()" in out
+
+
+def test_an_unknown_api_is_one_error_line(capsys):
+    code = demo.main(["--api", "anthropic"])
+    _, err = capsys.readouterr()
+    assert code == 1 and err.startswith("error: --api anthropic: choose one of openai-completions")

@@ -1,15 +1,13 @@
 """The built-in scripted model in all three dialects, and ``ink-py --api …`` end to end.
 
 Real HTTP on 127.0.0.1 (port 0, no delay): the README task through each of ink_py's
-providers, the article's scenarios replayed byte for byte from each dialect's fixtures,
-any request body answered without a crash, the official ``anthropic`` and ``openai``
+providers, any request body answered without a crash, the official ``anthropic`` and ``openai``
 SDKs as clients, and the command line's ``--api`` / ``INK_API`` / ``ANTHROPIC_*`` rules.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,12 +20,13 @@ from hypothesis import strategies as st
 
 from ink_py.cli import APIS
 from ink_py.scripted.dialects import build_dialect_reply
-from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
 from .fake_server import FakeModelServer, Reply
-from .helpers import ROOT, fixture_bytes
+from .helpers import ARTICLE_FOLDER, ROOT, fixture_bytes
+from .test_cli import ink_py
+from .test_model_server import PATHS
 
 READ_TOOL = {
     "name": "read",
@@ -35,8 +34,6 @@ READ_TOOL = {
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
 }
 README_TEXT = "# ink_py\n\nA teaching reference.\n\n```sh\n$ pip install -e .\nink-py --help\n```\n"
-PATHS = {MESSAGES: "/messages", RESPONSES: "/responses", "openai-completions": "/chat/completions"}
-FOLDERS = {MESSAGES: "anthropic", RESPONSES: "responses", "openai-completions": "article"}
 
 
 @pytest.fixture
@@ -70,31 +67,6 @@ def test_the_readme_task_through_each_dialects_provider(server, api):
     second = list(provider(api, server.base_url).stream(request))[-1]["message"]
     assert second["stopReason"] == "end_turn"
     assert "「ink_py」" in second["blocks"][0]["text"] and "pip install -e ." in second["blocks"][0]["text"]
-
-
-@pytest.mark.parametrize("api", [MESSAGES, RESPONSES])
-@pytest.mark.parametrize("scenario", [name for name in SCENARIOS if name not in ("readme", "abort")])
-def test_the_article_scenarios_replay_each_dialects_fixture(server_for_scenario, api, scenario):
-    server = server_for_scenario(scenario)
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "读取 README.md"}]}
-    if api == RESPONSES:
-        body["input"] = body.pop("messages")
-    response = requests.post(server.base_url + PATHS[api], json=body, timeout=5)
-    expected = fixture_path(SCENARIOS[scenario]["fixture"].replace("article/", f"{FOLDERS[api]}/")).read_bytes()
-    assert response.status_code == 200 and response.content == expected
-
-
-@pytest.fixture
-def server_for_scenario() -> Iterator[Any]:
-    servers: list[ModelServer] = []
-
-    def start(scenario: str) -> ModelServer:
-        servers.append(start_model_server(port=0, scenario=scenario, delay=0))
-        return servers[-1]
-
-    yield start
-    for running in servers:
-        running.close()
 
 
 JSON = st.recursive(
@@ -193,15 +165,6 @@ def test_the_openai_package_streams_a_responses_function_call(server):
 
 
 # ── ink-py --api … ──────────────────────────────────────────────────────────────────────
-
-ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "INK_MODEL")
-
-
-def ink_py(*args: str, cwd: Any, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in (*ENDPOINT_VARIABLES, "INK_API", "NO_COLOR")}
-    env.update(PYTHONPATH=str(ROOT), INK_SCRIPTED_DELAY="0", **(env_extra or {}))
-    command = [sys.executable, "-m", "ink_py", *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -314,4 +277,5 @@ def test_the_same_splits_pauses_and_hold_in_every_dialect(dialect):
     assert all(w.endswith(b"\r\n\r\n") for w in slow["writes"])  # whole frames, slowly
     assert slow["pause"] * len(slow["writes"]) == pytest.approx(SLOW_SECONDS)
     held = build_dialect_reply(body, dialect, "abort", created=0)
-    assert held["hold"] and b"".join(held["writes"]) == fixture_bytes(f"{FOLDERS[dialect]}/abort")
+    folder = ARTICLE_FOLDER[dialect.replace("-", "_")]
+    assert held["hold"] and b"".join(held["writes"]) == fixture_bytes(f"{folder}/abort")

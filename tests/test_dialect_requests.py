@@ -156,21 +156,3 @@ def test_responses_provider_over_http(ink):
     assert request.path == "/v1/responses"
     assert request.headers["Authorization"] == f"Bearer {API_KEY}"
     assert request.body["instructions"] == "You are ink." and request.body["stream"] is True
-
-
-@pytest.mark.parametrize(
-    "choice, anthropic, responses",
-    [
-        (None, None, "auto"),  # the default: Messages says nothing (its default is auto)
-        ("auto", None, "auto"),
-        ("required", {"type": "any"}, "required"),
-        ("none", {"type": "none"}, "none"),
-        ("read", {"type": "tool", "name": "read"}, {"type": "function", "name": "read"}),
-    ],
-)
-def test_tool_choice_in_each_dialects_words(ink, choice, anthropic, responses):
-    request = {"model": "m", "system": "s", "messages": HISTORY[:1], "tools": [READ_TOOL]}
-    if choice is not None:
-        request["toolChoice"] = choice
-    assert ink.anthropic_messages.build_request_body(request).get("tool_choice") == anthropic
-    assert ink.openai_responses.build_request_body(request)["tool_choice"] == responses

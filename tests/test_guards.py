@@ -2,15 +2,19 @@
 
 Each guard is asked through ``parse_sse(guarded(reads))``, the way every reader composes them:
 CR and CRLF line ends (also split across reads), a byte-order mark, a body that ends inside an
-event, the cap on one unfinished event; then ``sniffed`` (a 200 body that is not SSE) and
-``redact_reads`` (a key the server echoes). parse_sse alone is test_parse_sse.py's (exercise 2).
+event, the cap on one unfinished event (and ``ink-py`` against a server that never ends one:
+memory bounded by the cap); then ``sniffed`` (a 200 body that is not SSE) and ``redact_reads``
+(a key the server echoes). parse_sse alone is test_parse_sse.py's (exercise 2).
 """
 
+import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .helpers import fixture_bytes, growth_verdict, split_at
+from .helpers import arrivals, fixture_bytes, growth_verdict, split_at
+from .raw_servers import ink_py_against, one_error_line, sse_server
 
 A = {"event": "message", "data": {"a": 1}}
 B = {"event": "message", "data": {"b": "读"}}
@@ -67,14 +71,7 @@ def test_guarded_bodies_parse_as_their_lf_twin(ink, reads, expected):
 )
 def test_each_event_is_yielded_in_the_read_that_completes_it(ink, reads, arrival):
     """Never held back until the next read — a streaming display depends on it."""
-    reads_taken = []
-
-    def network():
-        for number, read in enumerate(reads, start=1):
-            reads_taken.append(number)
-            yield read
-
-    assert [len(reads_taken) for _ in ink.shared.parse_sse(ink.shared.guarded(network()))] == arrival
+    assert arrivals(reads, lambda body: ink.shared.parse_sse(ink.shared.guarded(body))) == arrival
 
 
 def test_bom_only_stripped_at_the_start(ink):
@@ -109,6 +106,24 @@ def test_the_cap_counts_one_unfinished_event_not_the_stream(ink: Any, monkeypatc
     # A blank line split across two reads ends the event: the next one is counted afresh.
     straddling = [b'data: "' + b"q" * 900 + b'"\n', b'\ndata: "' + b"r" * 900 + b'"\n\n']
     assert [e["data"][:1] for e in events(ink, straddling)] == ["q", "r"]
+
+
+def test_an_event_that_never_ends_fails_with_memory_bounded_by_the_cap(tmp_path: Path) -> None:
+    sent = {"bytes": 0}
+
+    def endless(conn: socket.socket) -> None:
+        conn.sendall(b'data: {"choices":[{"delta":{"content":"')
+        piece = b"x" * 65536
+        while sent["bytes"] < 256 * 1024 * 1024:  # 256 MiB at most: the cap is 32 MiB
+            conn.sendall(piece)
+            sent["bytes"] += len(piece)
+
+    with sse_server(endless) as server:
+        result = ink_py_against(server, tmp_path, timeout=60)
+    line = one_error_line(result.err)
+    assert result.code == 1 and "32 MiB" in line and "without ending it" in line
+    assert result.peak_mib < 160, f"peak {result.peak_mib:.0f} MiB for a 32 MiB cap"  # not: all it was sent
+    assert sent["bytes"] < 256 * 1024 * 1024  # the client stopped reading: the server's sendall broke
 
 
 def one_event_in_small_reads(size: int, read: int = 64, line_end: bytes = b"\r\n") -> list[bytes]:

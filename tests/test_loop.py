@@ -1,4 +1,13 @@
-"""run_agent_loop and stream_assistant (article §2.3, §4.2–§4.4, and part 01's loop)."""
+"""run_agent_loop and stream_assistant (article §2.3, §4.2–§4.4, and part 01's loop).
+
+The README task end to end; the finish-reason and truncation rules (ex8); arguments that are
+not JSON (ex7) or break the schema, unknown tools, failing tools, the gate; max turns; abort
+mid-stream and between tools (ex6); and the bounds on what a model may send: odd arguments in
+every display and batch, more calls than the loop runs, huge names and paths in its messages.
+"""
+
+import io
+import json
 
 import pytest
 
@@ -37,7 +46,7 @@ def run(ink, provider, tools, **options):
         tools=tools,
         history=history,
         user_message=options.pop("user_message", "读取 README.md,告诉我项目怎样启动"),
-        on_event=events.append,
+        on_event=options.pop("on_event", events.append),
         **options,
     )
     return result, history, events
@@ -267,3 +276,88 @@ def test_a_server_error_mid_run_propagates_from_the_loop(ink):
     provider = ScriptedProvider(ink, error_body)
     with pytest.raises(ink.shared.ProviderError, match="boom"):
         run(ink, provider, [fake_read({})])
+
+
+# ── what a model may send: odd arguments, a flood of calls, huge names ──────────────────
+
+ODD_ARGUMENTS = {
+    "offset-400-digits": '{"path": "README.md", "offset": ' + "9" * 400 + "}",
+    "limit-400-digits": '{"path": "README.md", "limit": ' + "9" * 400 + "}",
+    "nested-100000-deep": "[" * 100_000 + "]" * 100_000,
+    "nested-900-deep": '{"a": ' * 900 + "1" + "}" * 900,
+    "a-number": "5",
+    "an-array": "[1, 2]",
+    "a-string": '"README.md"',
+    "null": "null",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_ARGUMENTS))
+@pytest.mark.parametrize("display", ["ink", "filtered"])
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_odd_arguments_go_back_as_tool_errors_and_the_run_goes_on(ink, tmp_path, name, display, parallel):
+    from ink_py.runner import Display
+    from ink_py.second_article.stream import sse_fields
+
+    (tmp_path / "README.md").write_text("# hi\n")
+    calls = [("t1", "read", ODD_ARGUMENTS[name]), ("t2", "read", '{"path": "README.md"}')]
+    provider = ScriptedProvider(ink, tool_reply(*calls), text_reply("ok"))
+    shown = Display(io.StringIO(), io.StringIO(), display)
+    result, history, _ = run(
+        ink,
+        provider,
+        [ink.read_tool.create_read_tool(tmp_path)],
+        user_message="u",
+        on_event=lambda event: (shown.show(event), sse_fields(event)),
+        max_concurrent=5 if parallel else 1,
+    )
+    assert result["stopReason"] == "completed"
+    first, second = history[2]["results"]
+    if name == "limit-400-digits":  # a limit past the end of the file simply means "to the end"
+        assert first["content"] == "# hi"
+    else:
+        assert first["isError"] and first["content"].startswith("Error: ") and len(first["content"]) < 1000
+    assert second == {"toolCallId": "t2", "toolName": "read", "content": "# hi", "isError": False}
+    json.dumps(provider.requests[1]["messages"])  # the follow-up request can still be sent
+
+
+def test_a_400_digit_integer_passes_the_schema_check_without_overflow():
+    from ink_py.core.tools.schema import check_arguments
+
+    assert check_arguments({"type": "integer", "minimum": 1}, 10**400) == []
+    assert check_arguments({"type": "integer"}, 2.5) == ["(root): must be an integer, got 2.5"]
+
+
+def test_calls_past_the_bound_are_answered_not_run(ink, tmp_path):
+    (tmp_path / "a.txt").write_text("x" * 1000)
+    count = ink.loop.MAX_TOOL_CALLS_PER_REPLY * 20
+    calls = [(f"t{i}", "read", '{"path": "a.txt"}') for i in range(count)]
+    provider = ScriptedProvider(ink, tool_reply(*calls), text_reply("done"))
+    ran = []
+    read = ink.read_tool.create_read_tool(tmp_path)
+    counted = {**read, "execute": lambda args, signal: ran.append(1) or read["execute"](args, signal)}
+    _, history, _ = run(ink, provider, [counted], user_message="go")
+    results = history[2]["results"]
+    assert len(ran) == ink.loop.MAX_TOOL_CALLS_PER_REPLY == 64
+    assert [r["toolCallId"] for r in results] == [f"t{i}" for i in range(count)]  # every call answered, in order
+    refused = [r for r in results if "not run" in r["content"]]
+    assert len(refused) == count - 64 and all(r["isError"] for r in refused)
+    follow_up = json.dumps(provider.requests[1]["messages"][2])
+    assert len(follow_up) < 64 * 1100 + (count - 64) * 300  # not: every call's file content
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("read", json.dumps({"path": "p" * 5_000_000})),  # file not found: <path>
+        ("r" * 5_000_000, "{}"),  # unknown tool "<name>"
+        ("read", json.dumps({"path": "a", "extra": "e" * 5_000_000})),  # schema problems
+        ("read", "[" + "1," * 2_000_000 + "1]"),  # arguments that are not an object
+    ],
+    ids=["long-path", "long-tool-name", "long-extra-property", "long-array"],
+)
+def test_error_messages_quote_only_the_start_of_their_input(ink, tmp_path, name, arguments):
+    provider = ScriptedProvider(ink, tool_reply(("t1", name, arguments)), text_reply("ok"))
+    _, history, _ = run(ink, provider, [ink.read_tool.create_read_tool(tmp_path)], user_message="u")
+    [result] = history[2]["results"]
+    assert result["isError"] and len(result["content"]) < 1000, result["content"][:300]

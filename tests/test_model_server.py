@@ -1,19 +1,24 @@
-"""The built-in scripted model, over real HTTP on 127.0.0.1 (port 0, no delay).
+"""The built-in scripted model (ink_py/scripted/), over real HTTP on 127.0.0.1 (port 0, no delay).
 
 Covers: the default task end to end through ink_py's own provider, the article's fixture
-scenarios replayed byte for byte, the retry after a refused call, the awkward splitting,
-the non-streaming and error replies, the official ``openai`` package as a client, and
-``ink-py serve-model`` as a process.
+scenarios replayed byte for byte in each dialect (the abort scenario's reply held open), the
+retry after a refused call, the awkward splitting and the pauses, the non-streaming and error
+replies, the official ``openai`` package as a client, and ``ink-py serve-model`` as a process.
+What the script answers is tests/test_scripted_answers.py's; the other dialects' own wire,
+tests/test_dialect_model.py's.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,13 +27,16 @@ import urllib3
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ink_py.cli import APIS
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
-from ink_py.scripted import chat_wire, script, wire
+from ink_py.scripted import chat_wire, wire
 from ink_py.scripted import server as model_server
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
-from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.scripted.server import DEFAULT_DELAY, REPLY_SECONDS, ModelServer, pace, start_model_server
+from ink_py.scripted.wire import MESSAGES, RESPONSES
 
-from .helpers import ROOT
+from .helpers import ARTICLE_FOLDER, ROOT, cli_env
+from .test_cli import ink_py
 
 READ_TOOL = {
     "name": "read",
@@ -39,6 +47,7 @@ OPENAI_READ_TOOL = {"type": "function", "function": READ_TOOL}
 README_TEXT = "# ink_py\n\nA teaching reference.\n\n```sh\n$ pip install -e .\nink-py --help\n```\n"
 RETRY_ERROR = "Error: the arguments of read were not valid JSON. Send the call again with complete JSON arguments."
 FIXTURE_SCENARIOS = [name for name in SCENARIOS if name != "readme"]  # readme's answer is generated
+PATHS = {"openai-completions": "/chat/completions", MESSAGES: "/messages", RESPONSES: "/responses"}
 
 
 @pytest.fixture
@@ -132,31 +141,6 @@ def test_a_refused_call_is_sent_again(serve: Callable[..., ModelServer]) -> None
     assert message["stopReason"] == "tool_use"
 
 
-def test_a_failed_read_is_reported_with_its_first_line() -> None:
-    answer = script.summarise_file("NOPE.md", "Error: ENOENT: no such file: NOPE.md\nmore detail")
-    assert answer == "读取 NOPE.md 失败,工具返回:「Error: ENOENT: no such file: NOPE.md」。"
-
-
-def test_a_file_without_commands_is_quoted() -> None:
-    answer = script.summarise_file("notes.txt", "\n   1→Notes\n   2→\n   3→one\n   4→two\n   5→three\n")
-    assert answer == "notes.txt 的标题是「Notes」。文件里没有给出命令,开头几行是:\n\n> Notes\n> one\n> two"
-
-
-def test_commands_come_only_from_shell_blocks() -> None:
-    lines = ["# Title", "```python", "# not a title", "print(1)", "```", "~~~bash", "# a comment", "$ make", "~~~"]
-    assert script.file_title(lines) == "Title"
-    assert script.file_commands(lines) == ["make"]
-    assert script.file_commands(["```", *[f"step {n}" for n in range(12)], "```"])[-1] == "step 7"
-
-
-def test_tools_without_read_get_a_plain_text_answer() -> None:
-    other = {"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}
-    answer = script.plan_answer(wire_body("读取 README.md", tools=[other]))
-    assert answer["tool_call"] is None and "read" in answer["text"]
-    for odd in ({}, {"messages": "hi"}, {"messages": [{"role": "assistant", "content": "?"}]}):
-        assert script.plan_answer(odd)["tool_call"] is None
-
-
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
@@ -178,24 +162,43 @@ def test_any_request_body_gets_a_reply(body: dict[str, Any]) -> None:
 # ── the wire: fixtures byte for byte, chunk shapes, HTTP chunks ─────────────────────────
 
 
+@pytest.mark.parametrize("api", list(APIS))
 @pytest.mark.parametrize("scenario", FIXTURE_SCENARIOS)
-def test_fixture_scenarios_replay_their_bytes_exactly(serve: Callable[..., ModelServer], scenario: str) -> None:
+def test_fixture_scenarios_replay_their_bytes_exactly(
+    serve: Callable[..., ModelServer], scenario: str, api: str
+) -> None:
     server = serve(scenario)
-    expected = fixture_path(SCENARIOS[scenario]["fixture"]).read_bytes()
-    url = f"{server.base_url}/chat/completions"
-    with requests.post(url, json=wire_body("读取 README.md", stream=True), stream=True, timeout=(5, 0.3)) as response:
+    fixture = SCENARIOS[scenario]["fixture"].replace("article/", ARTICLE_FOLDER[api.replace("-", "_")] + "/")
+    expected = fixture_path(fixture).read_bytes()
+    body = wire_body("读取 README.md", stream=True)
+    if api == RESPONSES:
+        body["input"] = body.pop("messages")
+    with requests.post(server.base_url + PATHS[api], json=body, stream=True, timeout=(5, 0.3)) as response:
         assert response.headers["Content-Type"] == "text/event-stream"
-        body = b""
-        while len(body) < len(expected):
+        received = b""
+        while len(received) < len(expected):
             piece = response.raw.read1(65536)
             assert piece, "the body ended early"
-            body += piece
-        assert body == expected
+            received += piece
+        assert received == expected
         if scenario == "abort":  # then silence: the stalled model the user gives up on
             with pytest.raises(urllib3.exceptions.ReadTimeoutError):
                 response.raw.read1(65536)
         else:
             assert response.raw.read1(65536) == b""  # nothing added: no usage, no [DONE]
+
+
+def test_the_held_reply_never_ends_by_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model_server, "HOLD_COMMENT_SECONDS", 0.05)
+    with start_model_server(scenario="abort", delay=0) as server:
+        body = {"stream": True, "messages": [{"role": "user", "content": "读取 README.md"}]}
+        with requests.post(f"{server.base_url}/chat/completions", json=body, stream=True, timeout=5) as response:
+            received, deadline = b"", time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                piece = response.raw.read1(65536)
+                assert piece, "the held body ended: the client would call it a broken stream"
+                received += piece
+    assert b": the abort scenario waits for the client to abort" in received  # comments keep read timeouts away
 
 
 def test_a_stream_is_shaped_like_openai(serve: Callable[..., ModelServer]) -> None:
@@ -245,7 +248,7 @@ def test_each_write_is_its_own_http_chunk(serve: Callable[..., ModelServer]) -> 
     assert pieces == wire.split_awkwardly(b"".join(pieces))
 
 
-# ── splitting ───────────────────────────────────────────────────────────────────────────
+# ── splitting and pacing ────────────────────────────────────────────────────────────────
 
 
 @given(st.binary(max_size=400), st.integers(min_value=1, max_value=80))
@@ -268,6 +271,32 @@ def test_the_slow_scenario_takes_about_twenty_seconds_in_small_pieces() -> None:
     reply = chat_wire.build_reply(wire_body("hi", stream=True), "slow", created=0)
     assert reply["pause"] is not None and 0.1 <= reply["pause"] <= 0.2
     assert reply["pause"] * len(reply["writes"]) == pytest.approx(wire.SLOW_SECONDS)
+
+
+def test_the_default_runs_pauses_add_up_to_a_few_seconds_however_long_the_readme() -> None:
+    """The README task's two replies, planned from the real README.md: the pauses the server will make."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    question = {"role": "user", "content": "读取 README.md,告诉我项目怎样启动"}
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "README.md"}'}}
+    turn_1 = {"stream": True, "messages": [question]}
+    turn_2 = {
+        "stream": True,
+        "messages": [question, {"role": "assistant", "content": "", "tool_calls": [call]}]
+        + [{"role": "tool", "tool_call_id": "c1", "content": readme * 3}],  # even a README three times as long
+    }
+    total = 0.0
+    for body in (turn_1, turn_2):
+        reply = chat_wire.build_reply(body, "readme", created=0)
+        pause = pace(reply, DEFAULT_DELAY, REPLY_SECONDS)
+        assert pause > 0  # it still streams: every write is its own moment on the screen
+        total += pause * (len(reply["writes"]) - 1)
+    assert len(chat_wire.build_reply(turn_2, "readme", 0)["writes"]) > 300  # many writes: the cap keeps it short
+    assert total <= 2 * REPLY_SECONDS
+
+
+def test_a_set_delay_is_kept_exactly() -> None:
+    reply = {"status": 200, "content_type": "text/event-stream", "writes": [b"x"] * 5000, "pause": None, "hold": False}
+    assert pace(reply, 0.05, None) == 0.05  # INK_SCRIPTED_DELAY given: no cap
 
 
 # ── other routes and replies ────────────────────────────────────────────────────────────
@@ -353,10 +382,12 @@ def test_the_openai_package_streams_a_tool_call_and_an_answer(serve: Callable[..
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX-only")
-def test_serve_model_runs_until_ctrl_c() -> None:
+def test_serve_model_prints_its_url_then_a_command_that_works_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# Demo project\n\n```sh\nmake run\n```\n", encoding="utf-8")
     process = subprocess.Popen(
-        [sys.executable, "-m", "ink_py.scripted.server", "--port", "0", "--delay", "0"],
-        cwd=ROOT,
+        [sys.executable, "-m", "ink_py", "serve-model", "--port", "0", "--delay", "0"],
+        cwd=tmp_path,
+        env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -366,8 +397,10 @@ def test_serve_model_runs_until_ctrl_c() -> None:
         assert process.stdout is not None
         base_url = process.stdout.readline().strip()
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        assert "--base-url" in process.stdout.readline()  # the hint line
-        assert requests.get(f"{base_url}/models", timeout=5).json()["data"][0]["id"] == "ink-scripted"
+        suggestion = process.stdout.readline()
+        assert suggestion.startswith("try: ink-py ") and "--base-url" in suggestion
+        done = ink_py(*shlex.split(suggestion.removeprefix("try: ink-py ")), cwd=tmp_path)
+        assert done.returncode == 0 and "Demo project" in done.stdout, done.stderr
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=10)
     finally:
@@ -397,47 +430,3 @@ def test_serve_model_reports_a_busy_port_and_an_unknown_scenario(capsys: pytest.
         err = capsys.readouterr().err
         assert exit_info.value.code == 1 and err.startswith("error: ") and err.count("\n") == 1
         assert all(word in err for word in words) and "Traceback" not in err
-
-
-# ── a conversation: the script reads the history, as a real model would ────────────────
-
-CALL = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path": "README.md"}'}}
-DEMO_README = "# Demo\n\n```sh\npip install -e .\nmake run\n```\n"
-READ_README = [
-    {"role": "user", "content": "读取 README.md"},
-    {"role": "assistant", "content": "我先读一下 README.md。", "tool_calls": [CALL]},
-    {"role": "tool", "tool_call_id": "c1", "content": DEMO_README},
-    {"role": "assistant", "content": "README.md 的标题是「Demo」。"},
-]
-CUT = [{"role": "user", "content": "项目怎样启动?"}, {"role": "assistant", "content": "项目这样启动:先安装依赖,再运行"}]
-
-
-@pytest.mark.parametrize(
-    "scenario, messages, reads, words",
-    [
-        ("readme", [*READ_README, {"role": "user", "content": "第一条命令是什么?"}], None, "pip install -e ."),
-        ("readme", [*READ_README, {"role": "user", "content": "README.md 的标题?"}], None, "它的标题是「Demo」"),
-        ("readme", [*READ_README, {"role": "user", "content": "说说它"}], None, "没有再读一次"),
-        ("readme", [*READ_README, {"role": "user", "content": "读取 setup.cfg"}], "setup.cfg", ""),
-        ("length-text", [*CUT, {"role": "user", "content": "继续"}], "README.md", "停在「…启动:先安装依赖,再运行」"),
-        ("length-text", [*CUT, {"role": "user", "content": "继续"}, *READ_README[1:3]], None, "(接上文「…"),
-        ("abort", [*READ_README, {"role": "user", "content": "标题?"}], None, "Demo"),  # a scenario: first reply only
-        ("slow", [*READ_README, {"role": "user", "content": "标题?"}], None, "Demo"),
-    ],
-)
-def test_later_turns_are_answered_from_the_history(
-    scenario: str, messages: list[dict[str, Any]], reads: str | None, words: str
-) -> None:
-    answer = script.plan_answer({"messages": messages}, scenario)
-    assert answer["fixture"] is None and not answer["slow"]
-    call = answer["tool_call"]
-    assert (json.loads(call["arguments"])["path"] if call else None) == reads
-    assert words in answer["text"]
-
-
-def test_continue_resumes_exactly_where_a_known_answer_stopped() -> None:
-    whole = script.summarise_file("README.md", DEMO_README)
-    cut_at = len(whole) // 2
-    messages = [*READ_README[:3], {"role": "assistant", "content": whole[:cut_at]}, {"role": "user", "content": "继续"}]
-    answer = script.plan_answer({"messages": messages})
-    assert answer["tool_call"] is None and whole[:cut_at] + answer["text"] == whole

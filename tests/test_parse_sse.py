@@ -8,7 +8,7 @@ import pytest
 
 from ink_py.provider import shared as reference
 
-from .helpers import fixture_bytes, growth_verdict, split_at
+from .helpers import arrivals, fixture_bytes, growth_verdict, split_at
 
 pytestmark = pytest.mark.ex2
 
@@ -71,14 +71,7 @@ def test_article_2_1_event_arrives_in_two_reads(ink):
 )
 def test_each_event_is_yielded_in_the_read_that_completes_it(ink, reads, arrival):
     """Never held back until the next read — a streaming display depends on it."""
-    reads_taken = []
-
-    def network():
-        for number, read in enumerate(reads, start=1):
-            reads_taken.append(number)
-            yield read
-
-    assert [len(reads_taken) for _ in ink.shared.parse_sse(network())] == arrival
+    assert arrivals(reads, ink.shared.parse_sse) == arrival
 
 
 def test_one_byte_reads_of_a_fixture_equal_one_read(ink):

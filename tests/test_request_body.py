@@ -1,4 +1,5 @@
-"""The request: Ink's messages → the Chat Completions body (part 01's to_wire_messages)."""
+"""The request: Ink's messages → the Chat Completions body (part 01's to_wire_messages), and
+``tool_choice`` in each dialect's words (the other dialects' bodies: tests/test_dialect_requests.py)."""
 
 import json
 
@@ -111,20 +112,24 @@ def test_the_provider_never_shows_its_key(ink):
 
 
 @pytest.mark.parametrize(
-    "choice, names, wire",
+    "choice, names, chat, anthropic, responses",
     [
-        (None, ["read"], "auto"),  # Ink's only choice, still the default
-        ("auto", ["read"], "auto"),
-        ("none", ["read"], "none"),
-        ("read", ["read"], {"type": "function", "function": {"name": "read"}}),
-        ("required", ["read"], {"type": "function", "function": {"name": "read"}}),  # one tool: name it
-        ("required", ["read", "grep"], "required"),
-        ("grep", ["read", "grep"], {"type": "function", "function": {"name": "grep"}}),
+        (None, ["read"], "auto", None, "auto"),  # Ink's only choice, still the default; Messages says nothing
+        ("auto", ["read"], "auto", None, "auto"),
+        ("none", ["read"], "none", {"type": "none"}, "none"),
+        ("read", ["read"], {"type": "function", "function": {"name": "read"}}, {"type": "tool", "name": "read"},
+         {"type": "function", "name": "read"}),
+        ("required", ["read"], {"type": "function", "function": {"name": "read"}}, {"type": "any"}, "required"),
+        ("required", ["read", "grep"], "required", {"type": "any"}, "required"),  # one tool: Chat names it
+        ("grep", ["read", "grep"], {"type": "function", "function": {"name": "grep"}}, {"type": "tool", "name": "grep"},
+         {"type": "function", "name": "grep"}),
     ],
-)
-def test_tool_choice_wire_forms(ink, choice, names, wire):
+)  # fmt: skip
+def test_tool_choice_in_each_dialects_words(ink, choice, names, chat, anthropic, responses):
     tools = [dict(READ_TOOL, name=name) for name in names]
     request = {"model": "m", "system": "s", "messages": HISTORY[:1], "tools": tools}
     if choice is not None:
         request["toolChoice"] = choice
-    assert ink.openai_completions.build_request_body(request)["tool_choice"] == wire
+    assert ink.openai_completions.build_request_body(request)["tool_choice"] == chat
+    assert ink.anthropic_messages.build_request_body(request).get("tool_choice") == anthropic
+    assert ink.openai_responses.build_request_body(request)["tool_choice"] == responses

@@ -1,5 +1,5 @@
-"""What a run tells its user about a real server: empty replies, usage nobody reported,
-the trace of a failed run, one-line errors and ``--tool-choice`` (a subprocess, real HTTP)."""
+"""What a run tells its user about a real server: the summary line, empty replies, usage nobody
+reported, the trace of a failed run, one-line errors and ``--tool-choice`` (a subprocess, real HTTP)."""
 
 import json
 
@@ -28,6 +28,12 @@ def run(server, workspace, *args):
 
 def with_usage(body, prompt, completion):
     return body + sse({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}})
+
+
+def test_a_one_turn_run_says_1_turn_and_where_to_continue(workspace):
+    done = ink_py("--scenario", "length-text", cwd=workspace)
+    assert "— ink-scripted · 1 turn · usage not reported by the server" in done.stderr
+    assert "ink-py chat" in done.stderr.splitlines()[-1]  # the advice to continue names where to do it
 
 
 def test_an_empty_successful_reply_is_announced(workspace):

@@ -1,13 +1,15 @@
-"""provider.stream over real HTTP on 127.0.0.1: retries, errors, streaming reads, abort."""
+"""provider.stream over real HTTP on 127.0.0.1: retries, errors, streaming reads, the header timeout, abort."""
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
 
 from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import fixture_bytes
+from .helpers import fixture_bytes, run_assembly, text_reply
+from .raw_servers import silent_server, sse_server
 
 API_KEY = "sk-test-SECRET-0123456789"
 REQUEST = {"model": "gpt-4o-mini", "system": "You are ink.", "messages": [{"role": "user", "content": "hi"}]}
@@ -174,6 +176,31 @@ def test_abort_from_another_thread_ends_a_blocked_read_quietly(ink, framing):
         pause.event.set()
     assert still_waiting  # the stream ended because of the abort, not because the server went on
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta"]
+
+
+def test_the_wait_for_headers_has_its_own_bound_and_is_not_retried(ink, monkeypatch):
+    monkeypatch.setattr(ink.transport, "HEADERS_TIMEOUT_SECONDS", 0.5)
+    with silent_server() as server:
+        start = time.monotonic()
+        with pytest.raises(ink.shared.ProviderError, match="sent no response headers within 0 s"):
+            ink.transport.post_json_with_retry(f"{server.base_url}/chat/completions", {"model": "m"})
+        elapsed = time.monotonic() - start
+    assert len(server.requests) == 1  # a server that is thinking is not asked three times
+    assert elapsed < 5  # bounded by the header timeout, not by 3 x READ_TIMEOUT_SECONDS
+
+
+def test_the_body_keeps_its_longer_read_timeout_after_the_headers(ink, monkeypatch):
+    monkeypatch.setattr(ink.transport, "HEADERS_TIMEOUT_SECONDS", 0.3)
+
+    def slow_body(conn):
+        time.sleep(0.8)  # longer than the header timeout, far shorter than the body's
+        conn.sendall(text_reply("late but fine"))
+
+    with sse_server(slow_body) as server:
+        events, error = run_assembly(
+            ink, ink.transport.read_body(ink.transport.post_json_with_retry(f"{server.base_url}/chat/completions", {}))
+        )
+    assert error is None and events[0] == {"type": "text_delta", "text": "late but fine"}
 
 
 def test_an_already_aborted_signal_sends_no_request(ink):

@@ -1,6 +1,7 @@
-"""Loaded by the hostile tests' children (PYTHONPATH): at exit, write this process's peak
-resident memory since its exec (VmHWM, in KiB) to $INK_TEST_PEAK_FILE. ru_maxrss cannot be
-used: it also counts the memory the child shared with the test process before its exec."""
+"""Loaded by the children tests/raw_servers.py's run_measured starts (PYTHONPATH): at exit, write
+this process's peak resident memory since its exec (VmHWM, in KiB) to $INK_TEST_PEAK_FILE.
+ru_maxrss cannot be used: it also counts the memory the child shared with the test process
+before its exec."""
 
 import atexit
 import os

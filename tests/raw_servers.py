@@ -1,11 +1,13 @@
-"""What the hostile-input tests share: a child process measured from outside, and a raw
-TCP server on 127.0.0.1 (port 0) that behaves as badly as a test asks.
+"""Raw TCP servers and a measured child process: what the tests of bad servers and bad clients share.
 
 ``run_measured`` runs ``python -m ink_py …`` (or any argv) as a child and reports its exit
 code, output, peak memory (VmHWM of that child since its exec: polled, and written at exit
 by tests/memprobe/sitecustomize.py) and how long it ran — memory is never allocated in the
-test process itself. ``HostileServer`` accepts
-connections and hands each socket to a function on its own thread; ``stop()`` closes all.
+test process itself; ``ink_py_against`` runs the CLI that way against a server, and
+``one_error_line`` reads its one ``error:`` line. ``RawServer`` listens on 127.0.0.1 (port 0), accepts connections
+and hands each socket to a function on its own thread, behaving as badly as a test asks;
+``stop()`` closes all. ``sse_server`` and ``silent_server`` are the two usual ones;
+``raw_request`` is a client that sends bytes as they are.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from .helpers import ROOT
+
 INK_PY = [sys.executable, "-m", "ink_py"]
 
 
@@ -112,10 +116,10 @@ def _high_water_kib(pid: int) -> int:
     return 0
 
 
-class HostileServer:
+class RawServer:
     """A TCP server on 127.0.0.1 whose every connection is handed to ``serve(sock, server)``."""
 
-    def __init__(self, serve: Callable[[socket.socket, HostileServer], None]) -> None:
+    def __init__(self, serve: Callable[[socket.socket, RawServer], None]) -> None:
         self._serve = serve
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -190,7 +194,7 @@ class HostileServer:
             except OSError:
                 pass
 
-    def __enter__(self) -> HostileServer:
+    def __enter__(self) -> RawServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -200,10 +204,10 @@ class HostileServer:
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
 
 
-def sse_server(body: bytes | Callable[[socket.socket], None]) -> HostileServer:
+def sse_server(body: bytes | Callable[[socket.socket], None]) -> RawServer:
     """A server answering every request with ``body`` after an SSE head, then closing."""
 
-    def serve(conn: socket.socket, server: HostileServer) -> None:
+    def serve(conn: socket.socket, server: RawServer) -> None:
         server.read_request(conn)
         conn.sendall(SSE_HEAD)
         if callable(body):
@@ -211,4 +215,41 @@ def sse_server(body: bytes | Callable[[socket.socket], None]) -> HostileServer:
         else:
             conn.sendall(body)
 
-    return HostileServer(serve)
+    return RawServer(serve)
+
+
+def silent_server() -> RawServer:
+    """Reads the request, then says nothing until the client leaves."""
+
+    def serve(conn: socket.socket, server: RawServer) -> None:
+        server.read_request(conn)
+        server.wait_for_hang_up(conn, 60)
+
+    return RawServer(serve)
+
+
+def raw_request(port: int, data: bytes, limit: float = 10.0) -> bytes:
+    """Send ``data`` as is to 127.0.0.1:``port`` and return all the server answers before closing."""
+    with socket.create_connection(("127.0.0.1", port), timeout=limit) as conn:
+        conn.sendall(data)
+        reply = b""
+        try:
+            while piece := conn.recv(65536):
+                reply += piece
+        except (TimeoutError, ConnectionResetError):
+            pass
+        return reply
+
+
+def ink_py_against(server: RawServer, workspace: Path, *extra: str, key: str = "", **kwargs: Any) -> Measured:
+    """``ink-py --base-url <server> --model m --workspace <workspace> …``, measured (OPENAI_API_KEY=``key``)."""
+    argv = [*INK_PY, "--base-url", server.base_url, "--model", "m", "--workspace", str(workspace), *extra]
+    return run_measured(argv, env={"OPENAI_API_KEY": key}, **kwargs)
+
+
+def one_error_line(err: str) -> str:
+    """The one ``error: …`` line of ``err``, which holds no traceback."""
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]

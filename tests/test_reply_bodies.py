@@ -1,7 +1,8 @@
 """Replies real servers send that are not a plain event stream, over real HTTP on 127.0.0.1.
 
 gzip/deflate bodies, an empty 200 body, a whole ``chat.completion`` for a streamed
-request, an HTML page, and error messages spread over several lines (issue: real servers).
+request, an HTML page, an error message spread over several lines; and the same sniffing of
+a 200 body in the two other dialects, where a whole JSON reply is named, not misread.
 """
 
 import json

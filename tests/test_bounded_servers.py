@@ -1,0 +1,133 @@
+"""Every server ink_py starts (``serve``, ``serve-model``, ``demo --web``) against clients that hold on.
+
+bounded_server.py's bounds, from outside: clients that send a request head slowly and never
+finish it are answered 503 past the bound on handlers and cut off at the head deadline; a
+1 TB Content-Length gets 413; an idle keep-alive connection times out — and the bounds never
+refuse real work (200 streams through the relay at once). Everything listens on 127.0.0.1,
+port 0; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from ink_py import bounded_server
+from ink_py.course.demo_web import DemoServer
+from ink_py.scripted.server import ModelServer, start_model_server
+
+from .helpers import text_reply
+from .raw_servers import raw_request, sse_server
+from .test_relay import read_all, start_relay
+
+WAIT = 10.0  # an upper bound on waiting for another thread, never a speed check
+
+
+@pytest.fixture
+def scripted_model() -> Iterator[ModelServer]:
+    with start_model_server(port=0, delay=0) as model:
+        yield model
+
+
+def port_of(base_url: str) -> int:
+    return int(base_url.rsplit(":", 1)[1].split("/")[0])
+
+
+@pytest.mark.parametrize("which", ["relay", "serve-model", "demo --web"])
+def test_slowloris_clients_are_bounded_and_cut_off(
+    which: str, tmp_path: Path, scripted_model: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounded_server, "HEAD_DEADLINE_SECONDS", 1.0)
+    monkeypatch.setattr(bounded_server.BoundedServer, "max_handlers", 20)
+    with start_model_server(port=0, delay=0) as model:
+        if which == "relay":
+            server: Any = start_relay(scripted_model.base_url, tmp_path)
+        elif which == "demo --web":
+            server = DemoServer({}, {}).start()
+        else:
+            server = model
+        port = int(re.search(r":(\d+)/", server.base_url + "/" if which == "serve-model" else server.url).group(1))
+        before = threading.active_count()
+        slow = []
+        for _ in range(60):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+            conn.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # and never the rest
+            slow.append(conn)
+        time.sleep(0.3)
+        peak = threading.active_count() - before
+        busy = 0
+        for conn in slow:  # the ones over the bound were answered 503 and closed at once
+            conn.settimeout(0.05)
+            try:
+                got = conn.recv(100)
+                busy += got.startswith(b"HTTP/1.1 503")
+            except TimeoutError:
+                pass
+        cut = 0
+        for conn in slow:  # the rest are cut off at the head deadline
+            conn.settimeout(WAIT)
+            try:
+                while conn.recv(65536):
+                    pass
+                cut += 1
+            except (TimeoutError, ConnectionResetError):
+                cut += 1
+            conn.close()
+        assert peak <= 20 + 3, f"{peak} threads for 60 slow clients"  # the handlers, the watchdog
+        assert busy >= 60 - 20 and cut == 60
+        path = "/v1/models" if which == "serve-model" else "/"
+        headers = {"Host": f"127.0.0.1:{port}"}
+        assert requests.get(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=WAIT).status_code == 200
+        if which != "serve-model":
+            server.close()
+
+
+def test_a_1_tb_content_length_gets_413_and_no_traceback(
+    scripted_model: ModelServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    reply = raw_request(
+        port_of(scripted_model.base_url),
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000000000000\r\n\r\n{",
+    )
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"at most 8388608" in reply
+    assert "Traceback" not in capfd.readouterr().err
+    ok = requests.post(f"{scripted_model.base_url}/chat/completions", json={"messages": []}, timeout=WAIT)
+    assert ok.status_code in (200, 400)  # still serving
+
+
+def test_idle_connections_time_out(scripted_model: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bounded_server.BoundedHandler, "timeout", 0.5)
+    with socket.create_connection(("127.0.0.1", port_of(scripted_model.base_url)), timeout=WAIT) as conn:
+        conn.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")  # keep-alive: then silence
+        start = time.monotonic()
+        data = b""
+        while piece := conn.recv(65536):
+            data += piece
+        assert data.startswith(b"HTTP/1.1 200") and time.monotonic() - start < WAIT
+
+
+def test_200_concurrent_streams_all_complete(tmp_path: Path) -> None:
+    with sse_server(text_reply("hello")) as model:
+        relay = start_relay(model.base_url, tmp_path)
+        try:
+
+            def one(_: int) -> list[str]:
+                response = requests.get(f"{relay.url}chat/stream?query=hi", stream=True, timeout=30)
+                return [e["event"] for e in read_all(response)[1]]
+
+            with ThreadPoolExecutor(200) as pool:
+                outcomes = list(pool.map(one, range(200)))
+        finally:
+            relay.close()
+    assert all(names[-1] == "done" and "text" in names for names in outcomes)

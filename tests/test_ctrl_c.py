@@ -1,0 +1,212 @@
+"""Ctrl-C reaching ``ink-py``: exit 130 and no traceback, from the first import to the last read.
+
+A SIGINT during the imports, at any later moment, while connecting, while waiting for the
+response headers, in a long pause mid-reply, and in the built-in model's abort scenario;
+and the rule that makes it reliable with helper threads: SIGINT is blocked in every thread
+ink_py starts, so it always lands on the main thread. Each run is a child process under a
+time limit; servers are raw sockets on 127.0.0.1 (tests/raw_servers.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ink_py.core.abort import AbortController
+from ink_py.provider.transport import post_json_with_retry
+from ink_py.scripted.server import start_model_server
+
+from .fake_server import FakeModelServer, Pause, Reply
+from .helpers import cli_env, fixture_bytes, text_reply
+from .raw_servers import INK_PY, SSE_HEAD, RawServer, ink_py_against, run_measured, silent_server
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps and status")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "README.md").write_text("# demo\n\nrun `make`\n")
+    return tmp_path
+
+
+def loaded(pid: int, library: str) -> bool:
+    """True once the child has mapped ``library`` (an extension module its imports load)."""
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+# ── from the first instruction on ───────────────────────────────────────────────────────
+
+
+@linux_only
+@pytest.mark.parametrize("library", ["_ssl", "_json", "_hashlib"])
+def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(workspace: Path, library: str) -> None:
+    # requests pulls in ssl, json and hashlib while ink_py's modules are imported: the SIGINT
+    # lands in the middle of those imports, before any handler a module could install.
+    result = run_measured(
+        [*INK_PY, "--workspace", str(workspace)], cwd=workspace, sigint_when=lambda pid: loaded(pid, library)
+    )
+    assert result.signalled, "the library never loaded: the test did not test anything"
+    assert result.code == 130 and "Traceback" not in result.err and "KeyboardInterrupt" not in result.err, result
+
+
+@pytest.mark.parametrize("after", [0.3, 0.6, 1.0, 1.5])
+def test_ctrl_c_at_any_later_moment_exits_130_without_a_traceback(workspace: Path, after: float) -> None:
+    result = run_measured(
+        [*INK_PY, "--workspace", str(workspace)],
+        cwd=workspace,
+        env={"INK_SCRIPTED_DELAY": "0.05"},
+        sigint_after=after,
+    )
+    if not result.signalled:  # the run ended first: then it must have succeeded
+        assert result.code == 0, result
+        return
+    assert result.code in (0, 130) and "Traceback" not in result.err, result  # 0: the signal came as it exited
+    assert result.seconds < 10
+
+
+def test_python_dash_m_and_the_console_script_share_the_early_handler() -> None:
+    main_module = importlib.import_module("ink_py.__main__")
+    assert sys.modules["ink_py.__main__"] is main_module
+    source = Path(main_module.__file__).read_text(encoding="utf-8")
+    first_code = source.index("def main(")
+    assert source.index("signal.signal(signal.SIGINT, _quit_at_once)") > first_code
+    assert "from . import cli" not in source[:first_code]  # nothing heavy before the handler
+
+
+@linux_only
+def test_every_helper_thread_blocks_sigint_so_ctrl_c_reaches_the_main_thread(workspace: Path) -> None:
+    def blocks_sigint(native_id: int) -> bool:
+        status = Path(f"/proc/self/task/{native_id}/status").read_text()
+        mask = int(status.split("SigBlk:")[1].split()[0], 16)
+        return bool(mask & (1 << (signal.SIGINT - 1)))
+
+    seen: dict[str, bool] = {}
+
+    def serve(conn: socket.socket, server: RawServer) -> None:
+        server.read_request(conn)
+        conn.sendall(SSE_HEAD + text_reply("ok"))
+
+    original = threading.Thread.run
+
+    def recording_run(self: threading.Thread) -> None:
+        if self.name.startswith("ink-"):
+            seen[self.name.split("-")[0] + "-" + self.name.split("-")[1]] = blocks_sigint(threading.get_native_id())
+        original(self)
+
+    threading.Thread.run = recording_run  # type: ignore[method-assign]
+    try:
+        with start_model_server(delay=0) as model, RawServer(serve) as raw:
+            import requests
+
+            requests.get(f"{model.base_url}/models", timeout=10)
+            response = post_json_with_retry(f"{raw.base_url}/chat/completions", {}, signal=AbortController().signal)
+            assert response is not None
+            response.close()
+    finally:
+        threading.Thread.run = original  # type: ignore[method-assign]
+    assert seen.get("ink-scripted") and seen.get("ink-post"), seen
+    assert not blocks_sigint(threading.get_native_id())  # the main thread still takes Ctrl-C
+
+
+# ── before the reply: connecting, waiting for the headers ───────────────────────────────
+
+
+def test_ctrl_c_while_connecting_exits_130_at_once(workspace: Path) -> None:
+    # A listener that never accepts, its queue already full: the next connect waits for a SYN-ACK.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        fillers = []
+        for _ in range(4):
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(listener.getsockname())
+            fillers.append(filler)
+        time.sleep(0.2)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        argv = [*INK_PY, "--base-url", url, "--model", "m", "--workspace", str(workspace)]
+        result = run_measured(argv, timeout=30, sigint_after=2.0)
+        for filler in fillers:
+            filler.close()
+    assert not result.killed and result.code == 130, result
+    assert result.seconds < 5 and "Traceback" not in result.err
+
+
+def test_ctrl_c_while_waiting_for_headers_exits_130_at_once(workspace: Path) -> None:
+    with silent_server() as server:
+        result = ink_py_against(server, workspace, timeout=30, sigint_when=lambda pid: server.got_request.is_set())
+        assert server.closed_by_client.wait(5)  # the process is gone, and its connection with it
+    assert not result.killed and result.code == 130, result
+    assert result.seconds < 5, f"{result.seconds:.1f} s from Ctrl-C to exit"  # not: until killed
+    assert "Traceback" not in result.err
+
+
+# ── during the reply ────────────────────────────────────────────────────────────────────
+
+
+def test_ctrl_c_during_a_long_pause_aborts_the_turn_and_names_it(workspace: Path) -> None:
+    pause = Pause(limit=30)
+    first = fixture_bytes("article/readme").split(b"\n\n")[0] + b"\n\n"
+    with FakeModelServer(
+        [Reply(parts=[first, pause, b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'])]
+    ) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
+            cwd=workspace,
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        first_text = process.stdout.read(len("我先读一下 README。"))  # the first event reached the user
+        process.send_signal(signal.SIGINT)
+        try:
+            stdout, stderr = process.communicate(timeout=10)
+        finally:
+            process.kill()
+            pause.event.set()
+    assert first_text == "我先读一下 README。"
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+    # no message_end: the turn never completed, yet it is counted and named
+    assert "— m · 1 turn · in 0 / out 0 tokens (aborted during turn 1: that reply was not kept)" in stderr
+
+
+def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly(workspace: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ink_py", "--scenario", "abort"],
+        cwd=workspace,
+        env=cli_env(INK_SCRIPTED_DELAY="0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read below
+    watchdog.start()
+    try:
+        notice = process.stderr.readline() + process.stderr.readline()  # before anything else happens
+        assert "press Ctrl-C" in notice and "waiting for you" in notice
+        shown = ""
+        while '{"path":"REA' not in shown:  # the call began streaming, then the model went silent
+            piece = process.stderr.read(1)
+            assert piece, f"the run ended before the call streamed: {shown!r}"
+            shown += piece
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=20)
+    finally:
+        watchdog.cancel()
+        process.kill()
+    assert process.returncode == 130
+    assert "(aborted during turn 1: that reply was not kept)" in rest
+    assert "finish_reason" not in rest and "error" not in rest  # never mistaken for a broken stream

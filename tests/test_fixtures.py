@@ -1,0 +1,245 @@
+"""Every recorded stream in fixtures/, and what its dialect's assemble_stream must make of it.
+
+Real servers' documented behaviours, one fixture each: ``fixtures/servers/`` (OpenAI-compatible
+Chat Completions servers and proxies), ``fixtures/anthropic/`` (Anthropic Messages and the
+endpoints that speak it), ``fixtures/responses/`` (OpenAI Responses). Every row: a raw body
+and the assistant message — or the error — it must assemble into; one test a table, across
+the three dialects. The article's own scenarios, in every folder, are tests/test_dialects.py's
+and tests/test_assemble.py's.
+"""
+
+import pytest
+
+from .helpers import ARTICLE_FOLDER, FIXTURES, dialect_of, fixture_bytes, message, read_call, run_assembly, text, usage
+from .test_dialects import ARTICLE_SCENARIOS
+
+# ── Chat Completions servers ────────────────────────────────────────────────────────────
+
+# (fixture, expected message) — what each server's stream must assemble into.
+SERVERS = [
+    # OpenAI with include_usage: usage null on chunks, then a choices-less usage chunk;
+    # content null when the reply opens with a tool call; the call opens with arguments "".
+    ("openai_include_usage", message([read_call("call_Abc123", "README.md")], "tool_use", usage(176, 18, 1024))),
+    ("openai_text", message([text("项目用 `make run` 启动。")], "end_turn", usage(50, 12))),
+    # Azure: a first chunk with choices [] and prompt_filter_results; a choice with no delta;
+    # content_filter is a finish reason ink_py does not know → stopReason None.
+    ("azure_content_filter", message([text("The project starts with")], None)),
+    # DeepSeek: keep-alive comments while queued, reasoning_content → a thinking block,
+    # prompt_cache_hit_tokens counted as cache reads.
+    (
+        "deepseek_reasoning",
+        message(
+            [{"type": "thinking", "thinking": "用户问怎样启动,先看 README。"}, text("运行 make run。")],
+            "end_turn",
+            usage(44, 42, 256),
+        ),
+    ),
+    # Ollama: whole calls in one chunk, all at index 0 with different ids — two calls.
+    (
+        "ollama_parallel",
+        message([read_call("call_kq1", "README.md"), read_call("call_kq2", "setup.cfg")], "tool_use", usage(210, 40)),
+    ),
+    # vLLM: a name chunk without "arguments", fragments, a leftover fragment on the finish chunk.
+    ("vllm_name_then_fragments", message([read_call("chatcmpl-tool-9f2", "README.md")], "tool_use", usage(500, 30))),
+    # OpenRouter: processing comments, finish_reason twice, usage on a chunk with choices.
+    ("openrouter", message([text("Run `make run`.")], "end_turn", usage(26, 6, 64))),
+    # Gemini: calls with no index at all, each whole, distinct ids.
+    (
+        "gemini_no_index",
+        message(
+            [
+                read_call("function-call-1111", "README.md"),
+                read_call("function-call-2222", "setup.cfg"),
+                read_call("function-call-3333", "walkthrough.md"),
+            ],
+            "tool_use",
+            usage(700, 45),
+        ),
+    ),
+    # Fireworks / NVIDIA NIM: id, type and name repeated on every chunk — never concatenated.
+    ("fireworks_repeated_name", message([read_call("call_fw1", "README.md")], "tool_use", usage(400, 20))),
+    # DashScope (Qwen): continuation chunks carry "id": "" — the real id stays.
+    ("dashscope_empty_id", message([read_call("call_ds81", "README.md")], "tool_use", usage(330, 21))),
+    # Moonshot (Kimi): usage inside choices[0], cached_tokens at its top level.
+    ("moonshot_usage_in_choice", message([text("运行 make run。")], "end_turn", usage(20, 9, 100))),
+    # Groq: usage on the finish chunk (and in x_groq) and again in a usage-only chunk.
+    ("groq_usage_twice", message([text("Run make run.")], "end_turn", usage(80, 5))),
+    # Together: finish reason "eos".
+    ("together_eos", message([text("Run make run.")], None, usage(60, 4))),
+    # Proxies and gateways.
+    ("proxy_crlf", message([text("第一行\nsecond line")], "end_turn")),
+    ("proxy_cr", message([text("第一行\nsecond line")], "end_turn")),
+    ("proxy_bom_mixed_endings", message([text("第一行\nsecond line")], "end_turn")),
+    ("proxy_data_without_space", message([text(" leading space kept")], "end_turn")),
+    ("proxy_done_without_blank_line", message([text("ok")], "end_turn")),
+    ("proxy_no_finish_reason_done", message([text("Run make run."), read_call("call_p1", "Makefile")], "tool_use")),
+    (
+        "proxy_index_from_one",
+        message([read_call("call_i1", "README.md"), read_call("call_i2", "setup.cfg")], "tool_use"),
+    ),
+    (
+        "proxy_parameterless_tool",
+        message([{"type": "toolCall", "id": "call_now", "name": "current_time", "arguments": {}}], "tool_use"),
+    ),
+    ("gateway_function_call_finish", message([read_call("call_legacy", "README.md")], "tool_use")),
+    ("empty_reply", message([text("(empty)")], "end_turn")),
+]
+
+# (fixture, words the error must contain) — streams that must fail, never look like success.
+FAILING_SERVERS = [
+    ("vllm_error", "This model's maximum context length is 32768 tokens."),
+    ("llamacpp_error_field", "the request exceeds the available context size"),
+    ("event_error", "upstream provider overloaded"),
+    ("malformed_frame", 'not JSON: \'data: {"choices"'),
+]
+
+
+# ── Anthropic Messages ──────────────────────────────────────────────────────────────────
+
+# (fixture, expected message), then (fixture, words the error must contain).
+ANTHROPIC = [
+    # Anthropic's own shape: usage in message_start (cache reads apart), ping, cumulative output_tokens.
+    ("anthropic_text", message([text("项目用 `make run` 启动。")], "end_turn", usage(472, 15, 2048))),
+    # The first input_json_delta is "" — no delta for it; text block and tool block kept apart by index.
+    (
+        "anthropic_tool_use",
+        message(
+            [text("我先读一下 README.md。"), read_call("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "README.md")],
+            "tool_use",
+            usage(384, 89),
+        ),
+    ),
+    # A tool block with no input deltas at all: arguments {}.
+    (
+        "anthropic_parameterless_tool",
+        message(
+            [{"type": "toolCall", "id": "toolu_01Now", "name": "current_time", "arguments": {}}],
+            "tool_use",
+            usage(120, 12),
+        ),
+    ),
+    # Thinking with its signature (kept to be sent back); cache writes count as input.
+    (
+        "anthropic_thinking",
+        message(
+            [
+                {
+                    "type": "thinking",
+                    "thinking": "用户问怎样启动,先看 README。",
+                    "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+                },
+                text("运行 make run。"),
+            ],
+            "end_turn",
+            usage(120, 42),
+        ),
+    ),
+    (
+        "anthropic_redacted_thinking",
+        message(
+            [
+                {
+                    "type": "thinking",
+                    "thinking": "",
+                    "redacted": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP",
+                },
+                text("Run make run."),
+            ],
+            "end_turn",
+            usage(50, 7),
+        ),
+    ),
+    ("anthropic_stop_sequence", message([text("Run make run.")], "end_turn", usage(40, 5))),
+    ("anthropic_refusal", message([text("I can't help with that.")], None, usage(40, 6))),
+    # Compatible endpoints: input_tokens 0 at the start, the real counts in message_delta.
+    ("proxy_input_tokens_in_message_delta", message([text("运行 make run。")], "end_turn", usage(120, 9, 64))),
+    ("proxy_no_event_lines", message([text("我先读一下 README。"), read_call("t1", "README.md")], "tool_use")),
+    ("proxy_whole_input_in_start", message([read_call("toolu_gw1", "README.md")], "tool_use")),
+    ("proxy_empty_text_block", message([read_call("toolu_e1", "README.md")], "tool_use")),
+]
+
+FAILING_ANTHROPIC = [
+    ("proxy_no_message_stop", "stream ended without message_stop"),
+    ("anthropic_overloaded", "the server reported an error in the stream: overloaded_error: Overloaded"),
+    ("anthropic_api_error", "api_error: Internal server error"),
+]
+
+
+# ── OpenAI Responses ────────────────────────────────────────────────────────────────────
+
+# (fixture, expected message), then (fixture, words the error must contain).
+RESPONSES = [
+    # OpenAI's full text sequence; input_tokens include the cached ones, moved apart.
+    ("openai_text", message([text("项目用 `make run` 启动。")], "end_turn", usage(176, 9, 1024))),
+    # The call's id is its call_id (what function_call_output must name), not the item id fc_….
+    (
+        "openai_function_call",
+        message([read_call("call_unLAR8MvFNptuiZK6K6HCy5k", "README.md")], "tool_use", usage(291, 23)),
+    ),
+    (
+        "openai_reasoning_summary",
+        message(
+            [{"type": "thinking", "thinking": "用户问怎样启动,先看 README。"}, text("运行 make run。")],
+            "end_turn",
+            usage(44, 42, 256),
+        ),
+    ),
+    (
+        "reasoning_text",
+        message(
+            [{"type": "thinking", "thinking": "Check the README first."}, text("Run make run.")],
+            "end_turn",
+            usage(80, 12),
+        ),
+    ),
+    ("arguments_only_in_done", message([read_call("call_d1", "README.md")], "tool_use", usage(200, 18))),
+    ("whole_call_in_item_added", message([read_call("call_w1", "README.md")], "tool_use", usage(150, 16))),
+    (
+        "linked_by_item_id_only",
+        message([read_call("call_a", "README.md"), read_call("call_b", "setup.cfg")], "tool_use"),
+    ),
+    ("proxy_no_event_lines", message([text("ok")], "end_turn")),
+    ("incomplete_content_filter", message([text("The project starts with")], None, usage(40, 5))),
+]
+
+FAILING_RESPONSES = [
+    ("no_terminal_event", "stream ended without response.completed"),
+    ("response_failed", "server_error: The server had an error while processing your request."),
+    ("error_flat", "rate_limit_exceeded: Rate limit reached for gpt-4.1 on tokens per min (TPM)."),
+    ("error_nested", "context_length_exceeded: Your input exceeds the context window of this model."),
+]
+
+
+# Every table, each row named by its fixture; Chat Completions' rows are exercise 4's (tool-call fragments).
+STREAMS = [
+    *[pytest.param(f"servers/{name}", want, id=f"servers/{name}", marks=pytest.mark.ex4) for name, want in SERVERS],
+    *[pytest.param(f"anthropic/{name}", want, id=f"anthropic/{name}") for name, want in ANTHROPIC],
+    *[pytest.param(f"responses/{name}", want, id=f"responses/{name}") for name, want in RESPONSES],
+]
+FAILING = [
+    *[(f"servers/{name}", words) for name, words in FAILING_SERVERS],
+    *[(f"anthropic/{name}", words) for name, words in FAILING_ANTHROPIC],
+    *[(f"responses/{name}", words) for name, words in FAILING_RESPONSES],
+]
+
+
+@pytest.mark.parametrize("fixture, expected", STREAMS)
+def test_a_fixture_stream_assembles_into_the_expected_message(ink, fixture, expected):
+    events, error = run_assembly(ink, [fixture_bytes(fixture)], dialect=dialect_of(fixture))
+    assert error is None
+    assert events[-1] == {"type": "message_end", "message": expected}
+    assert [e["type"] for e in events].count("message_end") == 1
+
+
+@pytest.mark.parametrize("fixture, words", FAILING, ids=[row[0] for row in FAILING])
+def test_a_failing_fixture_stream_raises_with_the_servers_message(ink, fixture, words):
+    events, error = run_assembly(ink, [fixture_bytes(fixture)], dialect=dialect_of(fixture))
+    assert error is not None and words in error
+    assert "message_end" not in [e["type"] for e in events]
+
+
+def test_every_fixture_is_in_a_table():
+    article = [row[0] for row in ARTICLE_SCENARIOS] + ["abort", "missing_finish"]  # in each dialect's folder
+    named = {row.values[0] for row in STREAMS} | {row[0] for row in FAILING}
+    named |= {f"{folder}/{name}" for folder in ARTICLE_FOLDER.values() for name in article}
+    assert {str(p.relative_to(FIXTURES).with_suffix("")) for p in FIXTURES.glob("*/*.sse")} == named

@@ -1,0 +1,164 @@
+"""What ``ink-py serve`` refuses before any model is asked, and what its page may do (second_article/guards.py).
+
+Over real HTTP on 127.0.0.1 (port 0), the relay in front of the built-in scripted model or a
+raw server: a missing, empty or too long question and a malformed session get a JSON error;
+other sites (``Sec-Fetch-Site``, ``Origin``) and foreign host names get 403; traversal and
+odd methods are refused; the page is served with a CSP that runs only its own script, never
+in a frame, and model text reaches it only as JSON text. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from ink_py.scripted.server import start_model_server
+from ink_py.second_article.guards import MAX_QUERY_CHARS
+from ink_py.second_article.relay import RelayServer
+
+from .helpers import text_reply
+from .raw_servers import raw_request, sse_server
+from .test_relay import WAIT_SECONDS, open_stream, read_all, start_relay
+
+
+@pytest.fixture
+def relay(tmp_path: Path) -> Iterator[RelayServer]:
+    """The relay in front of the built-in scripted model."""
+    with start_model_server(port=0, delay=0) as model:
+        server = start_relay(model.base_url, tmp_path)
+        yield server
+        server.close()
+
+
+# ── the question and the session ────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message"),
+    [
+        ("chat/stream", 400, "missing ?query="),
+        ("chat/stream?query=", 400, "empty"),
+        ("chat/stream?query=%20%0A%20", 400, "empty"),
+        pytest.param("chat/stream?query=" + "%E5%AD%97" * 4001, 413, "4001 characters; at most 4000", id="too-long"),
+        ("chat/stream?query=%ZZ%E5", 200, None),  # bad escapes are replaced, not a crash
+        ("nowhere", 404, "not found: /nowhere"),
+        ("chat/stream/more?query=hi", 404, "not found"),
+    ],
+)
+def test_client_mistakes_get_a_json_error(relay: RelayServer, path: str, status: int, message: str | None) -> None:
+    response = requests.get(relay.url + path, stream=True, timeout=WAIT_SECONDS)
+    assert response.status_code == status
+    if message is None:
+        response.close()
+        return
+    assert response.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert message in response.json()["error"]
+
+
+def test_a_question_of_exactly_the_limit_is_accepted_and_post_is_refused(relay: RelayServer) -> None:
+    response = open_stream(relay, "读" * MAX_QUERY_CHARS)
+    response.close()
+    refused = requests.post(f"{relay.url}chat/stream?query=hi", data=b"{}", timeout=WAIT_SECONDS)
+    assert refused.status_code == 405 and "GET" in refused.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "session, status, words",
+    [("short", 400, "session must be 8 to 64"), ("x" * 65, 400, "8 to 64"), ("bad id!!", 400, "letters, digits")],
+)
+def test_a_malformed_session_is_refused(relay: RelayServer, session: str, status: int, words: str) -> None:
+    response = requests.get(f"{relay.url}chat/stream", params={"query": "hi", "session": session}, timeout=WAIT_SECONDS)
+    assert response.status_code == status and words in response.json()["error"]
+
+
+# ── other sites and other host names ────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Sec-Fetch-Site": "same-origin"}, 200),  # the page's own EventSource
+        ({"Sec-Fetch-Site": "none"}, 200),  # a URL typed into the address bar
+        ({"Sec-Fetch-Site": "cross-site"}, 403),  # another site open in the same browser
+        ({"Host": "evil.example"}, 403),  # a DNS name made to point at 127.0.0.1
+    ],
+)
+def test_other_sites_cannot_start_runs(relay: RelayServer, headers: dict[str, str], status: int) -> None:
+    response = requests.get(f"{relay.url}chat/stream?query=hi", headers=headers, stream=True, timeout=WAIT_SECONDS)
+    assert response.status_code == status
+    if status == 403:
+        assert "refused" in response.json()["error"] or "only answers" in response.json()["error"]
+    response.close()
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("http://evil.example", 403),
+        ("null", 403),  # a sandboxed frame or a file:// page
+        ("http://127.0.0.1:1", 403),  # another local port is another origin
+        ("SAME", 200),
+    ],
+)
+def test_a_foreign_origin_is_refused_even_without_sec_fetch_site(relay: RelayServer, origin: str, status: int) -> None:
+    headers = {"Origin": relay.url.rstrip("/") if origin == "SAME" else origin}  # no Sec-Fetch-Site: an older browser
+    response = requests.get(f"{relay.url}chat/stream?query=hi", headers=headers, timeout=WAIT_SECONDS)
+    assert response.status_code == status
+    if status == 403:
+        assert "Origin" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("request_line", "status"),
+    [
+        (b"GET /../../etc/passwd HTTP/1.1", b"404"),
+        (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1", b"404"),
+        (b"GET /page.html/../../relay.py HTTP/1.1", b"404"),
+        (b"PUT / HTTP/1.1", b"501"),
+        (b"DELETE /chat/stream HTTP/1.1", b"501"),
+        (b"TRACE / HTTP/1.1", b"501"),
+        (b"BREW / HTTP/1.1", b"501"),
+    ],
+)
+def test_traversal_and_odd_methods_are_refused(relay: RelayServer, request_line: bytes, status: bytes) -> None:
+    port = relay.server_address[1]
+    reply = raw_request(port, request_line + b"\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n\r\n" % port)
+    assert reply.split(b" ")[1] == status, reply[:200]
+    assert b"root:" not in reply and b"import " not in reply
+    if status != b"501":
+        assert "error" in json.loads(reply.split(b"\r\n\r\n", 1)[1])
+
+
+# ── the page ────────────────────────────────────────────────────────────────────────────
+
+
+def test_the_page_may_run_only_its_own_script_and_is_never_framed(relay: RelayServer) -> None:
+    page = requests.get(relay.url, timeout=WAIT_SECONDS)
+    missing = requests.get(relay.url + "nowhere", timeout=WAIT_SECONDS)
+    policy = page.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in policy and "default-src 'none'" in policy and "connect-src 'self'" in policy
+    assert "'unsafe-inline'" not in policy and re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", policy)
+    assert page.headers["X-Content-Type-Options"] == "nosniff" and page.headers["X-Frame-Options"] == "DENY"
+    assert missing.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_xss_payloads_travel_as_json_text_and_the_page_never_parses_them(tmp_path: Path) -> None:
+    payload = "<img src=x onerror=alert(1)><script>alert(2)</script>\"'</textarea>"
+    with sse_server(text_reply(payload)) as model:
+        relay = start_relay(model.base_url, tmp_path)
+        try:
+            response = open_stream(relay, "hi")
+            _, events = read_all(response)
+            page = requests.get(relay.url, timeout=WAIT_SECONDS).text
+        finally:
+            relay.close()
+    assert response.headers["Content-Type"].startswith("text/event-stream")
+    assert {"event": "text", "data": {"text": payload}} in events
+    script = page.split("<script>")[1]
+    assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
+    assert "createTextNode" in script or "textContent" in script
