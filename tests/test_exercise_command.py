@@ -319,6 +319,7 @@ def test_check_all_report_diff_and_reset_on_one_copy(tmp_path, monkeypatch, caps
 
     code, _, err = run(capsys, "diff", "1")
     assert code == 1 and "not green yet" in err
+    monkeypatch.setenv("COLUMNS", "160")  # the two columns fit whatever terminal (or none) runs the tests
     code, out, _ = run(capsys, "diff", "3")
     assert code == 0 and "yours (left) · the reference (right)" in out
     [changed] = [line for line in out.splitlines() if " | " in line]
