@@ -2,22 +2,27 @@
 
 ``tool_choice`` (auto, none, required, a tool's name) and the output limit (``max_tokens``,
 ``max_output_tokens``), as a real server does, so that the README's ``--tool-choice`` table
-and ``--max-tokens`` can be tried without a key: end to end through ``ink-py``, and reply by
-reply in each dialect's own words (``ink_py/scripted/controls.py``).
+and ``--max-tokens`` can be tried without a key: end to end through ``ink-py`` (and ``ink-py
+serve``, which now takes the flags the README gives it), and reply by reply in each dialect's
+own words (``ink_py/scripted/controls.py``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from ink_py.scripted import chat_wire, dialects
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
+from .helpers import cli_env
 from .test_cli import ink_py
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
@@ -142,3 +147,35 @@ def test_a_choice_no_server_takes_is_a_400(dialect, fields):
 def test_a_bad_output_limit_is_a_400():
     status, reply = reply_for("openai-completions", True, max_tokens=0)
     assert status == 400 and "max_tokens" in reply["error"]["message"]
+
+
+# ── ink-py serve takes the flags the README gives it ────────────────────────────────────
+
+
+def test_serve_takes_tool_choice_and_serial_tools(workspace):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ink_py", "serve", "--port", "0", "--tool-choice", "none", "--serial-tools"],
+        cwd=workspace,
+        env=cli_env(INK_SCRIPTED_DELAY="0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), process.stderr.read() if process.stderr else ""
+        with requests.get(f"{url}chat/stream", params={"query": QUESTION}, stream=True, timeout=30) as stream:
+            body = stream.text
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert "event: done" in body and "event: tool_start" not in body  # none: the model was told not to call
+    texts = [json.loads(line[6:])["text"] for line in body.splitlines() if line.startswith('data: {"text"')]
+    assert "tool_choice: none" in "".join(texts)
+
+
+def test_serve_refuses_a_tool_choice_it_cannot_send_in_one_line(workspace):
+    done = ink_py("serve", "--port", "0", "--tool-choice", "grep", cwd=workspace)
+    assert done.returncode == 1 and done.stderr.startswith("error: --tool-choice grep: not auto, required, none")
+    assert done.stderr.count("\n") == 1
