@@ -74,8 +74,7 @@ def run_prompt(
 
     history = [] if history is None else history
     start = len(history)  # this prompt's messages begin here (ink-py chat keeps the earlier ones)
-    if tool_choice != "auto":
-        provider = ToolChoice(provider, tool_choice)
+    provider = with_tool_choice(provider, tool_choice)
     try:
         with ctrl_c_aborts(controller, shown):
             result = run_agent_loop(
@@ -121,6 +120,11 @@ class ToolChoice:
         if choice not in ("auto", "required", "none"):
             self.choice = "auto"  # a named tool was forced once
         return self.provider.stream({**request, "toolChoice": choice})
+
+
+def with_tool_choice(provider: LLMProvider, choice: str) -> LLMProvider:
+    """``provider`` whose requests carry ``choice`` (``ToolChoice``); "auto", Ink's own, needs no wrapper."""
+    return provider if choice == "auto" else ToolChoice(provider, choice)
 
 
 def replies_without_usage(history: list[AgentMessage]) -> tuple[int, int]:
