@@ -3,9 +3,9 @@
 Both keep the same promises, in one table of cases: a session continues its history; one
 run at a time (409); a conversation too long to continue gets 413; at most SESSIONS_KEPT,
 the least recently used forgotten first. The SQLite store also: every process sees every
-conversation, two processes never hold one session at once, a worker that died holding
-one frees it after the lease, a damaged or hostile file is refused with one line, and any
-text (a lone surrogate too) survives the round trip.
+conversation (two relays on one file continue each other's), two processes never hold one
+session at once, a worker that died holding one frees it after the lease, a damaged or
+hostile file is refused with one line, and any text (a lone surrogate too) survives.
 """
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ from typing import Any
 import pytest
 
 from ink_py.arguments import UsageError
+from ink_py.provider.openai_completions import OpenAICompletionsProvider
+from ink_py.scripted.server import start_model_server
 from ink_py.second_article import sessions
 from ink_py.second_article.guards import BadRequest
+from ink_py.second_article.relay import make_relay_server
 from ink_py.second_article.sessions import Conversations, SessionStore, SqliteConversations, open_store
+
+from .test_relay import README, README_QUESTION, ask_in, named, streamed_text
 
 HELLO = {"role": "user", "content": "你好"}
 
@@ -163,3 +168,24 @@ def test_a_file_that_is_not_a_store_is_one_error(tmp_path: Path, contents: bytes
     with pytest.raises(UsageError, match=r"^INK_SESSION_DB=.*c\.db: .*\(give a new file, or one ink-py made\)$"):
         open_store(str(path))
     assert isinstance(open_store(None), Conversations) and isinstance(open_store(""), Conversations)
+
+
+def test_two_relays_on_one_file_continue_each_others_conversations(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    with start_model_server(port=0, delay=0) as model:
+        relays = [  # two ink-py serve processes, as it were, sharing INK_SESSION_DB
+            make_relay_server(
+                provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
+                model="m",
+                workspace=tmp_path,
+                store=SqliteConversations(tmp_path / "conversations.db"),
+            ).start()
+            for _ in range(2)
+        ]
+        try:
+            assert named(ask_in(relays[0], README_QUESTION, "session-shared"), "tool_start")
+            follow_up = ask_in(relays[1], "它的标题是什么?", "session-shared")
+        finally:
+            for relay in relays:
+                relay.close()
+    assert "没有再读一次" in streamed_text(follow_up) and named(follow_up, "done")[0]["messages"] == 6
