@@ -162,3 +162,8 @@ def test_xss_payloads_travel_as_json_text_and_the_page_never_parses_them(tmp_pat
     script = page.split("<script>")[1]
     assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
     assert "createTextNode" in script or "textContent" in script
+
+
+def test_a_path_that_is_not_found_is_quoted_as_it_was_asked(relay: RelayServer) -> None:
+    missing = requests.get(f"{relay.url}读我", timeout=WAIT_SECONDS)  # sent as %E8%AF%BB%E6%88%91
+    assert missing.status_code == 404 and missing.json()["error"].startswith("not found: /读我 (try ./")

@@ -119,8 +119,8 @@ class RelayApp:
             return [body]
         if path == STREAM_PATH:
             return self._stream(environ, start_response)
-        where = environ.get("SCRIPT_NAME", "") + path
-        raise BadRequest(404, f"not found: {where[:200]} (try ./ or ./chat/stream?query=…)")
+        where = (environ.get("SCRIPT_NAME", "") + path).encode("latin-1", "replace").decode("utf-8", "replace")
+        raise BadRequest(404, f"not found: {where[:200]} (try ./ or ./chat/stream?query=…)")  # PEP 3333: bytes
 
     def _stream(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         query_string = environ.get("QUERY_STRING", "")
