@@ -108,7 +108,8 @@ class RelayApp:
         if refusal is not None:
             raise BadRequest(403, refusal)
         if path == "":  # mounted at /prefix and asked for /prefix: the page's relative URLs need the /
-            location = environ.get("SCRIPT_NAME", "") + "/"
+            prefix = environ.get("SCRIPT_NAME", "").strip("/")  # never //host/: not a way off-site
+            location = f"/{prefix}/" if prefix else "/"
             start_response("308 Permanent Redirect", [("Location", location), ("Content-Length", "0"), NOSNIFF])
             return []
         if path in ("/", "/index.html"):
