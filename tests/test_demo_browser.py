@@ -126,6 +126,15 @@ def test_the_lines_that_ran_are_highlighted_in_the_real_source(browser, page, tm
     shoot(browser, "readme-2-code", tmp_path)
 
 
+def test_function_names_that_name_object_members_are_only_names(browser, page) -> None:
+    open_scenario(browser, page, "readme")
+    step = {"lines": {"constructor": [1], "__proto__": [2], "toString": [3], "assemble_stream": []}}
+    # as the page gets a step: JSON.parse makes every name, "__proto__" too, an own key; none has code here
+    browser.execute_script("renderCode(JSON.parse(arguments[0]))", json.dumps(step))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#code .fn")
+    assert [row.text.rsplit(" · ", 1)[1] for row in rows] == ["assemble_stream()"]  # only the real function
+
+
 def test_the_picker_offers_every_scenario_and_a_recording_shown_as_text(browser, page, tmp_path) -> None:
     browser.get(page.url)
     wait_for(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#scenario option")) > 1, "the picker")

@@ -32,7 +32,8 @@ from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article import relay as relay_module
 from ink_py.second_article.relay import RelayServer, make_relay_server
-from ink_py.second_article.stream import SseChannel, peer_closed
+from ink_py.second_article.stream import KEEP_ALIVE, Run, SseBody
+from ink_py.second_article.wsgi_server import peer_closed
 
 from .fake_server import FakeModelServer, Pause, Reply
 from .helpers import ROOT, sse, text_reply, tool_reply
@@ -233,23 +234,21 @@ def test_a_browser_that_leaves_before_the_model_answers_ends_the_run(relay_for) 
         assert len(model.requests) == 1  # and no further model request was made
 
 
-class BrokenWrites:
-    """A response stream whose browser has gone: every write fails, as on a reset connection."""
+def test_closing_the_body_aborts_the_run_and_its_later_events_go_nowhere() -> None:
+    controller = AbortController()
 
-    def write(self, data: bytes) -> None:
-        raise BrokenPipeError(32, "Broken pipe")
+    def work(send) -> None:  # a model that says one word, then goes silent until aborted
+        send("text", {"text": "一"})
+        controller.signal.wait(WAIT_SECONDS)
+        send("text", {"text": "二"})
 
-
-def test_a_failing_write_aborts_the_run_and_later_events_are_dropped() -> None:
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        controller = AbortController()
-        channel = SseChannel(BrokenWrites(), ours, controller, keep_alive_seconds=60.0)
-        channel.send("text", {"text": "一"})
-        assert channel.gone and controller.signal.aborted
-        assert controller.signal.reason == "the browser closed the stream"
-        channel.send("text", {"text": "二"})  # no second failure, no exception
-        channel.finish()
+    body = SseBody(Run(work, controller, keep_alive_seconds=60.0).start())
+    pieces = iter(body)
+    assert next(pieces) == KEEP_ALIVE  # the headers go out at once
+    assert next(pieces) == 'event: text\ndata: {"text": "一"}\n\n'.encode()
+    body.close()  # what every WSGI server does once a write has failed: the unsubscribe
+    assert controller.signal.aborted and controller.signal.reason == "the browser closed the stream"
+    assert not body.run._thread.is_alive()  # the run has wound down; its "二" had no one to go to
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,9 @@ from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
 from ink_py.second_article.relay import RelayServer, make_relay_server
 
+from .fake_server import FakeModelServer, Reply
+from .helpers import text_reply, tool_reply
+
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
 from selenium.webdriver.common.by import By  # noqa: E402  (only once selenium is known to be there)
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -243,3 +246,22 @@ def test_long_error_text_wraps_without_breaking_words(browser, relay_on) -> None
             element,
         )
         assert style == ["normal", "anywhere"]  # words wrap whole; only an over-long one is split
+
+
+@pytest.mark.parametrize("ids", [("__proto__", "constructor"), ("toString", "hasOwnProperty")])
+def test_tool_call_ids_that_name_object_members_get_their_lines(browser, tmp_path, ids) -> None:
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    calls = [(call_id, "read", '{"path": "README.md"}') for call_id in ids]  # ids are the model's to choose
+    with FakeModelServer([Reply(parts=[tool_reply(*calls)]), Reply(parts=[text_reply("读完了。")])]) as model:
+        relay = make_relay_server(
+            provider_factory=lambda: OpenAICompletionsProvider(model.base_url), model="m", workspace=tmp_path
+        ).start()
+        try:
+            browser.get(relay.url)
+            browser.find_element(By.ID, "send").click()
+            wait_for(browser, lambda: text_of(browser, "status").startswith("状态：完成"), "the done event")
+            lines = [line.text for line in browser.find_elements(By.CSS_SELECTOR, "#tools li.ok")]
+            assert lines == ['✓ read {"path":"README.md"} · ok · 63 B'] * 2  # one line each, both finished
+            assert text_of(browser, "output") == "读完了。"
+        finally:
+            relay.close()

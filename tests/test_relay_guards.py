@@ -13,13 +13,14 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
 from ink_py.scripted.server import start_model_server
 from ink_py.second_article.guards import MAX_QUERY_CHARS
-from ink_py.second_article.relay import RelayServer
+from ink_py.second_article.relay import RelayApp, RelayServer, run_settings
 
 from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
@@ -162,3 +163,19 @@ def test_xss_payloads_travel_as_json_text_and_the_page_never_parses_them(tmp_pat
     script = page.split("<script>")[1]
     assert "innerHTML" not in script and "insertAdjacentHTML" not in script and "document.write" not in script
     assert "createTextNode" in script or "textContent" in script
+
+
+def test_a_path_that_is_not_found_is_quoted_as_it_was_asked(relay: RelayServer) -> None:
+    missing = requests.get(f"{relay.url}读我", timeout=WAIT_SECONDS)  # sent as %E8%AF%BB%E6%88%91
+    assert missing.status_code == 404 and missing.json()["error"].startswith("not found: /读我 (try ./")
+
+
+@pytest.mark.parametrize(
+    ("script_name", "location"), [("/ink", "/ink/"), ("", "/"), ("//evil.example", "/evil.example/")]
+)
+def test_the_prefix_redirect_stays_on_this_site(script_name: str, location: str) -> None:
+    app = RelayApp(run_settings(provider_factory=lambda: None, model="m", workspace="."))
+    said: list[Any] = []
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "", "SCRIPT_NAME": script_name, "SERVER_NAME": "127.0.0.1"}
+    app({**environ, "SERVER_PORT": "8000", "HTTP_HOST": "127.0.0.1:8000"}, lambda *args: said.append(args))
+    assert said[0][0].startswith("308") and dict(said[0][1])["Location"] == location

@@ -1,9 +1,10 @@
-"""What ``ink-py serve`` refuses before any model is asked, and what its page may do — beyond the second article.
+"""What the relay refuses before any model is asked, and what its page may do — beyond the second article.
 
 The article's relay answers whoever asks. This one listens on 127.0.0.1 unless told
 otherwise (``is_loopback``), refuses runs started by other sites (``Sec-Fetch-Site``,
-``Origin``) or reached through a foreign host name (``Host``, DNS rebinding): see
-``foreign_request``. It answers a question over 4000 characters with 413 and a malformed
+``Origin``) or reached through a foreign host name (``Host``, DNS rebinding), unless
+bound beyond this machine or the name is in ``INK_ALLOWED_HOSTS`` (``answers_any_host``):
+see ``foreign_request``. It answers a question over 4000 characters with 413 and a malformed
 session id with 400 (``question_from``, ``session_from``: a ``BadRequest`` each), and
 serves its page with a CSP that lets only the page's own inline script and style run
 (``page_headers``).
@@ -18,6 +19,7 @@ import base64
 import hashlib
 import ipaddress
 import re
+from collections.abc import Collection
 from typing import Protocol
 from urllib.parse import parse_qs
 
@@ -77,45 +79,75 @@ def session_from(query_string: str) -> str | None:
 
 
 class Headers(Protocol):
-    """A request's headers: a Mapping, or http.server's message."""
+    """A request's headers: a Mapping."""
 
     def get(self, name: str, default: None = None, /) -> str | None: ...
 
 
-def foreign_request(headers: Headers, port: int, loopback: bool) -> str | None:
+def foreign_request(
+    headers: Headers, port: int, loopback: bool, scheme: str = "http", hosts: Collection[str] = ()
+) -> str | None:
     """Why a request must be refused, or None. Bound to this machine, the relay answers
     only its own page, a typed URL and tools like curl: another site open in the same
     browser may not start runs (``Sec-Fetch-Site``), nor may a DNS name that was made to
-    point at 127.0.0.1 read them (``Host``).
+    point at 127.0.0.1 read them (``Host``) — unless it is one of ``hosts``
+    (``INK_ALLOWED_HOSTS``: the names a proxy in front passes on).
 
     >>> foreign_request({"Host": "127.0.0.1:8000", "Sec-Fetch-Site": "same-origin"}, 8000, True) is None
     True
     >>> foreign_request({"Host": "127.0.0.1:8000", "Sec-Fetch-Site": "cross-site"}, 8000, True)
     'requests from other sites are refused (Sec-Fetch-Site: cross-site)'
-    >>> foreign_request({"Host": "evil.example:8000"}, 8000, True)
-    'this relay only answers http://127.0.0.1:8000/ or http://localhost:8000/ (Host: evil.example:8000)'
+    >>> print(foreign_request({"Host": "evil.example:8000"}, 8000, True).replace(" (", "\\n("))
+    this relay only answers http://127.0.0.1:8000/ or http://localhost:8000/
+    (Host: evil.example:8000; INK_ALLOWED_HOSTS names others)
+    >>> foreign_request({"Host": "ink.example", "Origin": "https://ink.example"}, 8000, True, "https", ["ink.example"])
     """
     site = headers.get("Sec-Fetch-Site")  # sent by browsers only; curl and requests send none
     if site is not None and site not in ("same-origin", "none"):  # "none": typed in the address bar
-        return f"requests from other sites are refused (Sec-Fetch-Site: {site})"
+        return f"requests from other sites are refused (Sec-Fetch-Site: {site[:100]})"
     host = headers.get("Host")
     origin = headers.get("Origin")  # beyond the article: older browsers send Origin but no Sec-Fetch-Site
-    if origin is not None and origin not in own_origins(host, port, loopback):
+    if origin is not None and origin not in own_origins(host, port, loopback, scheme, hosts):
         return f"requests from other sites are refused (Origin: {origin[:200]})"
-    if loopback and host is not None and host not in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
-        return f"this relay only answers http://127.0.0.1:{port}/ or http://localhost:{port}/ (Host: {host})"
+    names = (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", *hosts)
+    if loopback and host is not None and host not in names:
+        return (
+            f"this relay only answers http://127.0.0.1:{port}/ or http://localhost:{port}/ (Host: {host[:200]}; "
+            "INK_ALLOWED_HOSTS names others)"
+        )
     return None
 
 
-def own_origins(host: str | None, port: int, loopback: bool) -> set[str]:
-    """The origins of this relay's own page: the loopback names, or the Host it was reached by.
+def own_origins(
+    host: str | None, port: int, loopback: bool, scheme: str = "http", hosts: Collection[str] = ()
+) -> set[str]:
+    """The origins of this relay's own page: the loopback names, or the Host it was reached by,
+    and the allowed ``hosts`` (by http or https: a proxy in front may add TLS).
 
     >>> sorted(own_origins("127.0.0.1:8000", 8000, True))[0]
     'http://127.0.0.1:8000'
     """
+    allowed = {f"{either}://{name}" for name in hosts for either in ("http", "https")}
     if loopback:
-        return {f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"}
-    return {f"http://{host}"} if host else set()
+        return allowed | {f"http://127.0.0.1:{port}", f"http://localhost:{port}", f"http://[::1]:{port}"}
+    return allowed | ({f"{scheme}://{host}"} if host else set())
+
+
+def answers_any_host(server_name: str, hosts: Collection[str] = ()) -> bool:
+    """Whether any Host may reach the relay: ``INK_ALLOWED_HOSTS=*``, or a server bound to an
+    address beyond this machine (``--host 0.0.0.0``, ``gunicorn -b 0.0.0.0:8000``: ``SERVER_NAME``
+    is that address). Otherwise — loopback, or a name that does not say (waitress answers
+    ``waitress.invalid``) — only the loopback names and ``hosts`` (DNS rebinding).
+
+    >>> answers_any_host("0.0.0.0"), answers_any_host("127.0.0.1"), answers_any_host("waitress.invalid", ["*"])
+    (True, False, True)
+    """
+    if "*" in hosts:
+        return True
+    try:
+        return not ipaddress.ip_address(server_name.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def is_loopback(host: str) -> bool:

@@ -1,25 +1,23 @@
-"""``ink-py serve``: the agent streamed to a browser page over SSE — the second article's §二, §六, §七.
+"""The relay: the agent streamed to a browser page over SSE — the second article's §二, §六, §七.
 
-::
+One standard WSGI application (PEP 3333), ``RelayApp``, with two routes:
 
-    $ ink-py serve                       # the built-in scripted model; --base-url/--model for a real one
-    http://127.0.0.1:8000/
-    open http://127.0.0.1:8000/ in a browser · Ctrl-C stops
+    GET ./                      page.html — one EventSource, a send button, the answer as it arrives
+    GET ./chat/stream?query=…   runs the agent once and streams its events as SSE (stream.py)
+                 …&session=ID   the same, continuing that conversation (sessions.py)
 
-Two routes on a stdlib ``ThreadingHTTPServer`` (one thread per browser connection):
+Any WSGI server runs it; ``create_app()`` takes its settings from the environment —
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``INK_MODEL``, ``INK_API`` (the built-in scripted
+model when there is no base URL, as ``ink-py`` does), ``INK_WORKSPACE`` (the folder the
+read tool may read), ``INK_SESSION_DB`` (conversations in a SQLite file, for several
+workers) and ``INK_ALLOWED_HOSTS`` (host names a proxy in front passes on)::
 
-    GET /                       page.html — one EventSource, a send button, the answer as it arrives
-    GET /chat/stream?query=…    runs the agent once and streams its events as SSE
-                 …&session=ID   the same, continuing that conversation (the page sends one; 新对话 makes a new ID)
+    gunicorn -k gthread --threads 64 'ink_py.second_article.relay:create_app()'
+    waitress-serve --threads 64 --call ink_py.second_article.relay:create_app
 
-This module is the HTTP server and the command; one run's event stream (the article's
-``@Sse`` Observable, the events, hang-ups, keep-alives) is ``stream.py``, the conversations
-``sessions.py``, the refusals and the page's headers ``guards.py``.
-
-What differs from the article: threads and a callback instead of an async generator and
-an Observable; the loop is ink_py's own (the same provider, read tool and parallel batch
-as ``ink-py``); ``event: error`` shares its name with EventSource's connection-error event,
-so the page tells them apart by ``event.data`` (see page.html).
+The page's URLs are relative, so it works mounted under a prefix (``SCRIPT_NAME``).
+``ink-py serve`` runs the same application on ``wsgi_server.py`` (standard library only).
+What the relay refuses is ``guards.py``; docs/relay-wsgi.md says how to deploy it.
 
     >>> parse_args([]).port, STREAM_PATH
     (8000, '/chat/stream')
@@ -33,14 +31,12 @@ import os
 import sys
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from importlib import resources
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 from ..arguments import CliParser, UsageError, cannot_listen, encodable_text, port_number, positive_int
-from ..bounded_server import BoundedHandler, BoundedServer
 from ..cli import (
     DEFAULT_SYSTEM,
     add_endpoint_arguments,
@@ -54,77 +50,114 @@ from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TO
 from ..core.messages import AgentMessage
 from ..runner import with_tool_choice
 from ..terminal import terminal_safe
-from .guards import BadRequest, foreign_request, is_loopback, page_headers, question_from, session_from
-from .sessions import Conversations
-from .stream import KEEP_ALIVE_SECONDS, ProviderFactory, SseChannel, run_query
+from .guards import (
+    BadRequest,
+    answers_any_host,
+    foreign_request,
+    is_loopback,
+    page_headers,
+    question_from,
+    session_from,
+)
+from .sessions import Conversations, SessionStore, open_store
+from .stream import ProviderFactory, Run, RunSettings, Send, SseBody, run_query
+from .wsgi_server import DISCONNECTED, WsgiServer
 
-RUNS_KEPT = 100  # how many finished runs RelayServer.runs remembers
+if TYPE_CHECKING:
+    from ..scripted.server import ModelServer
+
+RUNS_KEPT = 100  # how many finished runs RelayApp.runs remembers
+APP_LOAD_ERROR = 4  # create_app's exit code for a bad setting (gunicorn's Arbiter.APP_LOAD_ERROR)
 STREAM_PATH = "/chat/stream"
+NOSNIFF = ("X-Content-Type-Options", "nosniff")  # beyond the article: on every response
+SSE_HEADERS = [
+    ("Content-Type", "text/event-stream; charset=utf-8"),
+    ("Cache-Control", "no-cache"),  # no proxy or browser cache keeps a stream
+    ("X-Accel-Buffering", "no"),  # nginx in front: pass each event on at once
+    NOSNIFF,
+]
+StartResponse = Callable[..., Any]
 
 
-# ── the server ──────────────────────────────────────────────────────────────────────────
+# ── the application ─────────────────────────────────────────────────────────────────────
 
 
-class RelayServer(BoundedServer):
-    """The relay: settings every request shares, the runs in flight, and what finished ones ended with."""
+class RelayApp:
+    """The relay as a WSGI application: ``app(environ, start_response)`` → the response body."""
 
-    def __init__(
-        self,
-        address: tuple[str, int],
-        *,
-        provider_factory: ProviderFactory,
-        model: str,
-        workspace: str,
-        system: str,
-        max_turns: int,
-        max_tokens: int,
-        keep_alive_seconds: float,
-        max_concurrent: int,
-    ) -> None:
-        super().__init__(address, _Handler)
-        self.provider_factory = provider_factory  # one provider (one HTTP session) per run
-        self.model = model
-        self.workspace = workspace
-        self.system = system
-        self.max_turns = max_turns
-        self.max_tokens = max_tokens
-        self.keep_alive_seconds = keep_alive_seconds
-        self.max_concurrent = max_concurrent
-        host, port = self.host_and_port
-        self.url = f"http://{host}:{port}/"
-        self.loopback = is_loopback(host)
+    def __init__(self, settings: RunSettings, store: SessionStore | None = None, hosts: Iterable[str] = ()) -> None:
+        self.settings = settings
+        self.allowed_hosts = tuple(hosts)  # INK_ALLOWED_HOSTS: the Host names a proxy in front passes on
+        self.store: SessionStore = store if store is not None else Conversations()
         # {"query", "stopReason"} or {"query", "error"}, as runs end: for tests and the curious
         self.runs: deque[dict[str, Any]] = deque(maxlen=RUNS_KEPT)
+        self.closers: list[Callable[[], None]] = []  # run by close(): the built-in model, if any
         self._active: set[AbortController] = set()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self.conversations = Conversations()  # the page's sessions, each continuing its history
 
-    @property
-    def sessions(self) -> OrderedDict[str, list[AgentMessage]]:
-        """The conversations kept, session id → its history (least recently used first): for tests and the curious."""
-        return self.conversations.histories
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        try:
+            return self._route(environ, start_response)
+        except BadRequest as bad:
+            headers = [("Allow", "GET")] if bad.status == 405 else []
+            return json_reply(start_response, bad.status, {"error": str(bad)}, headers)
 
-    def start(self) -> RelayServer:
-        """Serve on a daemon thread (tests, embedding); ``main`` serves on the main thread instead."""
-        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), name="ink-relay", daemon=True)
-        start_thread(self._thread)  # Ctrl-C must reach the main thread, never this one
-        return self
+    def _route(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if environ["REQUEST_METHOD"] != "GET":
+            raise BadRequest(405, f"use GET {STREAM_PATH}?query=… (EventSource only sends GET)")
+        refusal = foreign_request(
+            request_headers(environ),
+            int(environ.get("SERVER_PORT") or 0),
+            not answers_any_host(environ.get("SERVER_NAME", ""), self.allowed_hosts),
+            environ.get("wsgi.url_scheme", "http"),
+            self.allowed_hosts,
+        )
+        if refusal is not None:
+            raise BadRequest(403, refusal)
+        if path == "":  # mounted at /prefix and asked for /prefix: the page's relative URLs need the /
+            prefix = environ.get("SCRIPT_NAME", "").strip("/")  # never //host/: not a way off-site
+            location = f"/{prefix}/" if prefix else "/"
+            start_response("308 Permanent Redirect", [("Location", location), ("Content-Length", "0"), NOSNIFF])
+            return []
+        if path in ("/", "/index.html"):
+            page = page_html()
+            body = page.encode("utf-8")
+            headers = [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))]
+            start_response("200 OK", [*headers, ("Cache-Control", "no-cache"), *page_headers(page).items(), NOSNIFF])
+            return [body]
+        if path == STREAM_PATH:
+            return self._stream(environ, start_response)
+        where = (environ.get("SCRIPT_NAME", "") + path).encode("latin-1", "replace").decode("utf-8", "replace")
+        raise BadRequest(404, f"not found: {where[:200]} (try ./ or ./chat/stream?query=…)")  # PEP 3333: bytes
 
-    def close(self) -> None:
-        """Abort every run in flight, stop serving (if started with ``start``) and free the port."""
-        with self._lock:
-            active = list(self._active)
-        for controller in active:
-            controller.abort("the server is shutting down")
-        if self._thread is not None:
-            self.shutdown()
-            self._thread.join()
-            self._thread = None
-        self.server_close()
+    def _stream(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        query_string = environ.get("QUERY_STRING", "")
+        query = question_from(query_string)  # 400 / 413 before any model is asked
+        session = session_from(query_string)
+        history = self.store.hold(session) if session is not None else []  # 409 while it is answering
+        controller = AbortController()  # this browser's run, and only it
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        def answer(send: Send) -> None:  # on the run's own thread
+            with self.tracking(controller):
+                try:
+                    record, last = run_query(self.settings, query, send, controller, history)
+                finally:
+                    if session is not None:
+                        self._put_away(session, history)  # before `done`: a next question may come at once
+                send(*last)
+            self.runs.append(record)
+
+        probe = environ.get(DISCONNECTED) or environ.get("waitress.client_disconnected") or never
+        run = Run(answer, controller, self.settings.keep_alive_seconds, probe)
+        start_response("200 OK", SSE_HEADERS)
+        return SseBody(run.start())
+
+    def _put_away(self, session: str, history: list[AgentMessage]) -> None:
+        try:
+            self.store.release(session, history)
+        except Exception as err:  # the store failed: the answer was shown, this turn is not kept
+            print(f"ink-py serve: could not keep conversation {session}: {terminal_safe(str(err))}", file=sys.stderr)
 
     @contextmanager
     def tracking(self, controller: AbortController) -> Iterator[None]:
@@ -136,10 +169,137 @@ class RelayServer(BoundedServer):
             with self._lock:
                 self._active.discard(controller)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], OSError):
-            return  # a client hung up between requests: not worth a traceback
-        print(f"ink-py serve: internal error: {terminal_safe(repr(sys.exc_info()[1]))}", file=sys.stderr)
+    def close(self) -> None:
+        """Abort every run in flight, close the store and what ``closers`` lists."""
+        with self._lock:
+            active = list(self._active)
+        for controller in active:
+            controller.abort("the server is shutting down")
+        self.store.close()
+        for closer in self.closers:
+            closer()
+
+
+def never() -> bool:
+    """The hang-up probe of a server that has none: a failed write tells instead."""
+    return False
+
+
+def request_headers(environ: Mapping[str, Any]) -> dict[str, str]:
+    """The headers the guards read, from their CGI names."""
+    names = {"Host": "HTTP_HOST", "Origin": "HTTP_ORIGIN", "Sec-Fetch-Site": "HTTP_SEC_FETCH_SITE"}
+    return {name: environ[key] for name, key in names.items() if key in environ}
+
+
+def json_reply(
+    start_response: StartResponse, status: int, value: Any, headers: list[tuple[str, str]] | None = None
+) -> list[bytes]:
+    body = json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict"}
+    more = {413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
+    start_response(
+        f"{status} {reason.get(status) or more.get(status, 'Error')}",
+        [
+            ("Content-Type", "application/json; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-cache"),
+            *(headers or []),
+            NOSNIFF,
+        ],
+    )
+    return [body]
+
+
+def page_html() -> str:
+    """page.html, read on every request: edit it and reload the browser to see the change."""
+    return resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
+
+
+def create_app() -> RelayApp:
+    """The relay for any WSGI server, its settings from the environment (see the module's docstring).
+
+    A setting it cannot use is one ``error: …`` line and exit code 4, before any request:
+    gunicorn's "the application failed to load", on which it stops rather than start the
+    worker again and again.
+    """
+    try:
+        return app_for(parse_args([f"--workspace={os.environ.get('INK_WORKSPACE') or '.'}"]))[0]
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        raise SystemExit(APP_LOAD_ERROR) from None
+
+
+def app_for(args: argparse.Namespace) -> tuple[RelayApp, ModelServer | None]:
+    """The application for ``ink-py serve``'s flags (``create_app``: for the environment's), and
+    the built-in scripted model it started, if no endpoint was configured (``app.close()`` stops it)."""
+    check_tool_choice(args.tool_choice, ["read"])  # the relay's one tool
+    base_url, model, api_key, model_server = resolve_endpoint(args)  # the same rules as ink-py
+    try:
+        settings = run_settings(
+            provider_factory=lambda: with_tool_choice(create_provider(args.api, base_url, api_key), args.tool_choice),
+            model=model,
+            workspace=args.workspace,
+            max_turns=args.max_turns,
+            max_tokens=args.max_tokens,
+            max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+        )
+        hosts = [name.strip() for name in os.environ.get("INK_ALLOWED_HOSTS", "").split(",") if name.strip()]
+        app = RelayApp(settings, open_store(os.environ.get("INK_SESSION_DB")), hosts)
+    except BaseException:
+        if model_server is not None:
+            model_server.close()
+        raise
+    if model_server is not None:
+        app.closers.append(model_server.close)
+    return app, model_server
+
+
+# ── ink-py serve: the application on the standard library's server ──────────────────────
+
+
+class RelayServer(WsgiServer):
+    """``ink-py serve``: the relay's application on a bounded, zero-dependency WSGI server."""
+
+    app: RelayApp
+
+    def __init__(self, address: tuple[str, int], app: RelayApp) -> None:
+        super().__init__(address, app)
+        host, port = self.host_and_port
+        self.url = f"http://{host}:{port}/"
+        self._thread: threading.Thread | None = None
+
+    @property
+    def runs(self) -> deque[dict[str, Any]]:
+        return self.app.runs
+
+    @property
+    def max_turns(self) -> int:
+        return self.app.settings.max_turns
+
+    @property
+    def sessions(self) -> OrderedDict[str, list[AgentMessage]]:
+        """The conversations kept in memory, session id → its history (least recently used first)."""
+        store = self.app.store
+        assert isinstance(store, Conversations), "INK_SESSION_DB keeps them in its file"
+        return store.histories
+
+    def start(self) -> RelayServer:
+        """Serve on a daemon thread (tests, embedding); ``main`` serves on the main thread instead."""
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), name="ink-relay", daemon=True)
+        start_thread(self._thread)  # Ctrl-C must reach the main thread, never this one
+        return self
+
+    def close(self) -> None:
+        """Abort every run in flight, stop serving (if started with ``start``) and free the port."""
+        self.app.close()
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join()
+            self._thread = None
+        self.server_close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def make_relay_server(
@@ -149,111 +309,23 @@ def make_relay_server(
     workspace: str | os.PathLike[str] = ".",
     host: str = "127.0.0.1",
     port: int = 0,
-    system: str = DEFAULT_SYSTEM,
-    max_turns: int = DEFAULT_MAX_TURNS,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
-    max_concurrent: int = MAX_CONCURRENT_TOOLS,
+    store: SessionStore | None = None,
+    **more: Any,
 ) -> RelayServer:
     """Bind the relay (OSError if the port is taken); call ``.start()`` or ``.serve_forever()``.
 
     ``provider_factory`` makes the provider for each run, e.g.
-    ``lambda: OpenAICompletionsProvider(base_url, api_key)`` — what ``ink-py serve`` passes.
+    ``lambda: OpenAICompletionsProvider(base_url, api_key)``; ``more`` are RunSettings'
+    (``max_turns=3``, ``keep_alive_seconds=0.05`` …).
     """
-    return RelayServer(
-        (host, port),
-        provider_factory=provider_factory,
-        model=model,
-        workspace=str(workspace),
-        system=system,
-        max_turns=max_turns,
-        max_tokens=max_tokens,
-        keep_alive_seconds=keep_alive_seconds,
-        max_concurrent=max_concurrent,
-    )
+    settings = run_settings(provider_factory=provider_factory, model=model, workspace=str(workspace), **more)
+    return RelayServer((host, port), RelayApp(settings, store))
 
 
-class _Handler(BoundedHandler):  # beyond the article: timeouts and a bound on connections
-    protocol_version = "HTTP/1.1"  # chunked SSE bodies; the page and errors keep the connection alive
-    server_version = "ink-py-serve"
-    server: RelayServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: one line per request would bury the URL the user needs
-
-    def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        if "Content-Length" in self.headers or "Transfer-Encoding" in self.headers:
-            self.close_connection = True  # a GET with a body: it is never read, so don't reuse the connection
-        refusal = foreign_request(self.headers, self.server.host_and_port[1], self.server.loopback)
-        if refusal is not None:
-            self._send_json(403, {"error": refusal})
-        elif url.path in ("/", "/index.html"):
-            page = page_html()
-            self._send(200, "text/html; charset=utf-8", page.encode("utf-8"), page_headers(page))
-        elif url.path == STREAM_PATH:
-            self._stream(url.query)
-        else:
-            self._send_json(404, {"error": f"not found: {url.path} (try / or {STREAM_PATH}?query=…)"})
-
-    def do_POST(self) -> None:
-        self.close_connection = True  # the body is never read: don't reuse the connection
-        self._send_json(405, {"error": f"use GET {STREAM_PATH}?query=… (EventSource only sends GET)"})
-
-    def _stream(self, query_string: str) -> None:
-        try:
-            query = question_from(query_string)
-            session = session_from(query_string)
-            with self.server.conversations.hold(session) as history:
-                self._run(query, history, session)
-        except BadRequest as bad:
-            self._send_json(bad.status, {"error": str(bad)})
-
-    def _run(self, query: str, history: list[AgentMessage], session: str | None) -> None:
-        self.close_connection = True  # one run per connection
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("X-Accel-Buffering", "no")  # nginx in front: pass each event on at once
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
-        self.end_headers()
-
-        controller = AbortController()  # this browser's run, and only it
-        channel = SseChannel(self.wfile, self.connection, controller, self.server.keep_alive_seconds)
-        with self.server.tracking(controller):
-            channel.start()
-            try:
-                outcome = run_query(self.server, query, channel, controller, history)
-            finally:
-                self.server.conversations.release(session)  # history settled: a next question may come at once
-                channel.finish()
-        self.server.runs.append(outcome)
-
-    def _send_json(self, status: int, value: Any) -> None:
-        self._send(status, "application/json; charset=utf-8", json.dumps(value, ensure_ascii=False).encode("utf-8"))
-
-    def _send(self, status: int, content_type: str, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-cache")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def end_headers(self) -> None:
-        self.send_header("X-Content-Type-Options", "nosniff")  # beyond the article: on every response
-        super().end_headers()
-
-
-def page_html() -> str:
-    """page.html, read on every request: edit it and reload the browser to see the change."""
-    return resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
-
-
-# ── ink-py serve ────────────────────────────────────────────────────────────────────────
+def run_settings(**given: Any) -> RunSettings:
+    """RunSettings with ink-py's defaults for what is not ``given``."""
+    defaults = {"system": DEFAULT_SYSTEM, "max_turns": DEFAULT_MAX_TURNS, "max_tokens": DEFAULT_MAX_TOKENS}
+    return RunSettings(**{**defaults, "max_concurrent": MAX_CONCURRENT_TOOLS, **given})
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -266,6 +338,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = CliParser(
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
+        epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file (see docs/relay-wsgi.md)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")
@@ -299,40 +372,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    check_tool_choice(args.tool_choice, ["read"])  # the relay's one tool
-    base_url, model, api_key, model_server = resolve_endpoint(args)  # the same rules as ink-py
+    app, model_server = app_for(args)
     try:
-        try:
-            relay = make_relay_server(
-                provider_factory=lambda: with_tool_choice(
-                    create_provider(args.api, base_url, api_key), args.tool_choice
-                ),
-                model=model,
-                workspace=args.workspace,
-                host=args.host,
-                port=args.port,
-                max_turns=args.max_turns,
-                max_tokens=args.max_tokens,
-                max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
-            )
-        except OSError as err:
-            raise UsageError(cannot_listen(args.host, args.port, err)) from None
-        print(relay.url, flush=True)  # the first line: scripts read the URL from here
-        for note in endpoint_notes(args, base_url, model_server):  # as ink-py: the environment's settings named
-            print(note, file=sys.stderr)
-        if not is_loopback(args.host):
-            print(f"warning: --host {args.host} lets other machines run the agent on {args.workspace}", file=sys.stderr)
-        print(f"open {relay.url} in a browser · Ctrl-C stops", file=sys.stderr, flush=True)
-        try:
-            relay.serve_forever()
-        except KeyboardInterrupt:
-            pass  # Ctrl-C is how this command ends: no traceback
-        finally:
-            relay.close()
-        return 0
+        relay = RelayServer((args.host, args.port), app)
+    except OSError as err:
+        app.close()
+        raise UsageError(cannot_listen(args.host, args.port, err)) from None
+    print(relay.url, flush=True)  # the first line: scripts read the URL from here
+    built_in = model_server.base_url if model_server is not None else ""
+    for note in endpoint_notes(args, built_in, model_server):  # as ink-py: the environment's settings named
+        print(note, file=sys.stderr)
+    if not is_loopback(args.host):
+        print(f"warning: --host {args.host} lets other machines run the agent on {args.workspace}", file=sys.stderr)
+    print(f"open {relay.url} in a browser · Ctrl-C stops", file=sys.stderr, flush=True)
+    try:
+        relay.serve_forever()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how this command ends: no traceback
     finally:
-        if model_server is not None:
-            model_server.close()
+        relay.close()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,78 +1,264 @@
-"""The conversations ``ink-py serve`` keeps, one per page session — beyond the second article, bounded.
+"""The conversations the relay keeps, one per page session — beyond the second article, bounded.
 
 The page sends a session id with each question (``&session=ID``; 新对话 makes a new one);
-the run continues that session's history, appending to it in place, and the next question
-sees it. ``Conversations`` is the store: a history per session id, the least recently
-used forgotten first once ``SESSIONS_KEPT`` are kept, a conversation longer than
-``MAX_SESSION_CHARS`` (as JSON) closed to further questions, one question at a time each.
-A stream without a session gets a history of its own, forgotten afterwards.
+the run continues that session's history and the next question sees it. A store is
+``SessionStore``, two calls: ``hold`` (the history, held for one run: 409 while another
+run holds it, 413 once it is longer than ``MAX_SESSION_CHARS`` as JSON) and ``release``
+(the history as the run left it). At most ``SESSIONS_KEPT`` are kept, the least recently
+used forgotten first. ``Conversations`` keeps them in this process's memory (``ink-py
+serve``'s default); ``SqliteConversations`` in a SQLite file (``INK_SESSION_DB=FILE``), so
+that every worker process of a server sees every conversation. A store for several
+machines (Redis, a database server) is a class with the same three methods.
 
     >>> store = Conversations()
-    >>> with store.hold("session-1") as history:
-    ...     history.append({"role": "user", "content": "你好", "timestamp": 0})
-    >>> with store.hold("session-1") as history:   # the next question continues it
-    ...     len(history)
-    1
+    >>> history = store.hold("session-1")
+    >>> history.append({"role": "user", "content": "你好"})
+    >>> store.release("session-1", history)
+    >>> store.hold("session-1")   # the next question continues it
+    [{'role': 'user', 'content': '你好'}]
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import threading
+import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from typing import Protocol
 
+from ..arguments import UsageError
+from ..chat import message_problem
+from ..core.abort import start_thread
 from ..core.messages import AgentMessage
 from .guards import BadRequest
 
 SESSIONS_KEPT = 100  # conversations remembered; the least recently used is forgotten first
 MAX_SESSION_CHARS = 2_000_000  # a conversation this long (as JSON) takes no further questions
+BUSY = "this conversation is still answering its previous question"
+TOO_LONG = "this conversation is too long to continue: start a new one (新对话)"
+
+
+def json_chars(history: list[AgentMessage]) -> int:
+    """A conversation's size as MAX_SESSION_CHARS counts it: characters of its JSON."""
+    return len(json.dumps(history, ensure_ascii=False))
+
+
+class SessionStore(Protocol):
+    """Where conversations live between questions (one per session id)."""
+
+    def hold(self, session: str) -> list[AgentMessage]:
+        """The history a run continues, held for it alone; BadRequest (409 busy, 413 too long, 503)."""
+        ...
+
+    def release(self, session: str, history: list[AgentMessage]) -> None:
+        """The run is over: keep ``history`` as the session's, and let its next question in."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class Conversations:
-    """Session id → its history, most recently used last; a session with a run in flight is busy."""
+    """In memory: session id → its history, most recently used last; one process only.
+
+    >>> store = Conversations()
+    >>> _ = store.hold("session-1")
+    >>> try:
+    ...     store.hold("session-1")
+    ... except BadRequest as bad:
+    ...     print(bad.status, bad)
+    409 this conversation is still answering its previous question
+    """
 
     def __init__(self) -> None:
         self.histories: OrderedDict[str, list[AgentMessage]] = OrderedDict()  # session id → its history
         self._busy: set[str] = set()  # sessions with a run in flight
         self._lock = threading.Lock()  # one thread per browser connection: they all come here
 
-    @contextmanager
-    def hold(self, session: str | None) -> Iterator[list[AgentMessage]]:
-        """The history a run continues (appended in place), held for this run alone; BadRequest if busy.
-
-        No session: a history of its own, forgotten afterwards (one question per stream, as before).
-
-        >>> store = Conversations()
-        >>> with store.hold("session-1"):
-        ...     try:
-        ...         with store.hold("session-1"):
-        ...             pass
-        ...     except BadRequest as bad:
-        ...         print(bad.status, bad)
-        409 this conversation is still answering its previous question
-        """
-        if session is None:
-            yield []
-            return
+    def hold(self, session: str) -> list[AgentMessage]:
         with self._lock:
             if session in self._busy:
-                raise BadRequest(409, "this conversation is still answering its previous question")
+                raise BadRequest(409, BUSY)
             history = self.histories.pop(session, [])
-            if len(json.dumps(history, ensure_ascii=False)) > MAX_SESSION_CHARS:
-                self.histories[session] = history
-                raise BadRequest(413, "this conversation is too long to continue: start a new one (新对话)")
             self.histories[session] = history  # most recently used last
-            while len(self.histories) > SESSIONS_KEPT:
-                self.histories.popitem(last=False)
+            if json_chars(history) > MAX_SESSION_CHARS:
+                raise BadRequest(413, TOO_LONG)
+            self._forget_beyond_bound()
             self._busy.add(session)
-        try:
-            yield history
-        finally:
-            self.release(session)
+        return history  # the run appends to it in place
 
-    def release(self, session: str | None) -> None:
-        """The session's run is over: it may take its next question (before the stream's last byte goes)."""
+    def release(self, session: str, history: list[AgentMessage]) -> None:
         with self._lock:
-            self._busy.discard(session or "")
+            self._busy.discard(session)
+            self.histories[session] = history  # back, even if it was forgotten meanwhile
+            self.histories.move_to_end(session)
+            self._forget_beyond_bound()
+
+    def close(self) -> None:
+        pass
+
+    def _forget_beyond_bound(self) -> None:
+        while len(self.histories) > SESSIONS_KEPT:
+            self.histories.popitem(last=False)
+
+
+# ── in a SQLite file: every worker process sees every conversation ──────────────────────
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id      TEXT PRIMARY KEY,
+    history TEXT NOT NULL,     -- the messages as JSON (ASCII: any text survives)
+    chars   INTEGER NOT NULL,  -- json_chars(history), for the 413 without loading it
+    used    INTEGER NOT NULL,  -- order of last use across all processes: higher is more recent
+    owner   TEXT,              -- the process whose run holds it, or NULL
+    lease   REAL               -- that hold counts until this time (renewed while the process lives)
+)
+"""
+LEASE_SECONDS = 30.0  # a worker that died holding a conversation frees it after this
+DB_TIMEOUT_SECONDS = 10.0  # how long one call waits for another process's write to finish
+MAX_STORED_CHARS = 6 * MAX_SESSION_CHARS + 1000  # an ASCII JSON text longer than this was not written by us
+
+
+class SqliteConversations:
+    """In a SQLite file, for servers with several worker processes (``gunicorn -w 4``).
+
+    Each call opens its own connection (safe across threads and forks) and changes the
+    file in one ``BEGIN IMMEDIATE`` transaction, so two workers never hand one conversation
+    to two runs. A hold is a lease that this process renews while it lives: a crashed
+    worker's conversations are free again after ``LEASE_SECONDS``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._held: set[str] = set()  # sessions this process holds
+        self._pid = -1  # the process _owner and the renewer belong to (a fork starts afresh)
+        self._owner = ""
+        self._stop = threading.Event()
+        try:
+            with closing(sqlite3.connect(self.path, timeout=DB_TIMEOUT_SECONDS, isolation_level=None)) as db:
+                db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+                db.execute(SCHEMA)
+                db.execute("SELECT id, history, chars, used, owner, lease FROM conversations LIMIT 0")
+        except sqlite3.Error as err:
+            raise UsageError(f"INK_SESSION_DB={self.path}: {err} (give a new file, or one ink-py made)") from None
+
+    def hold(self, session: str) -> list[AgentMessage]:
+        owner = self._owner_here()
+        now = time.time()
+        try:
+            with self._writing() as db:
+                row = db.execute(
+                    "SELECT owner, lease, chars, length(history) FROM conversations WHERE id = ?", (session,)
+                ).fetchone()
+                if row is not None and row[0] is not None and row[1] > now:
+                    raise BadRequest(409, BUSY)
+                too_long = row is not None and (row[2] > MAX_SESSION_CHARS or row[3] > MAX_STORED_CHARS)
+                history = [] if row is None or too_long else stored_history(db, session)
+                db.execute(
+                    "INSERT INTO conversations (id, history, chars, used, owner, lease) VALUES (?, '[]', 2, ?, ?, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET used = excluded.used, owner = excluded.owner, "
+                    "lease = excluded.lease",
+                    (session, next_use(db), None if too_long else owner, None if too_long else now + LEASE_SECONDS),
+                )
+                forget_beyond_bound(db, now)
+        except sqlite3.Error as err:
+            raise BadRequest(503, f"the conversation store is unavailable: {err}") from None
+        if too_long:
+            raise BadRequest(413, TOO_LONG)  # after the commit: it counts as used, as in memory
+        with self._lock:
+            self._held.add(session)
+        return history
+
+    def release(self, session: str, history: list[AgentMessage]) -> None:
+        """Keep ``history``, unless another process took the session over (our lease ran out)."""
+        with self._lock:
+            self._held.discard(session)
+        text = json.dumps(history)  # ASCII: a lone surrogate is stored as \\ud800, never an error
+        with self._writing() as db:
+            db.execute(
+                "INSERT INTO conversations (id, history, chars, used, owner, lease) VALUES (?, ?, ?, ?, NULL, NULL) "
+                "ON CONFLICT (id) DO UPDATE SET history = excluded.history, chars = excluded.chars, "
+                "owner = NULL, lease = NULL WHERE owner = ? OR owner IS NULL OR lease <= ?",
+                (session, text, json_chars(history), next_use(db), self._owner, time.time()),
+            )
+            forget_beyond_bound(db, time.time())
+
+    def close(self) -> None:
+        self._stop.set()
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """A connection of its own in one write transaction, committed at the end (rolled back on an error)."""
+        db = sqlite3.connect(self.path, timeout=DB_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
+            yield db
+            db.execute("COMMIT")
+        finally:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            db.close()
+
+    def _owner_here(self) -> str:
+        """This process's owner name; the first hold in a process starts its lease renewer."""
+        with self._lock:
+            if self._pid != os.getpid():  # first use here, or a forked worker: nothing held yet
+                self._pid, self._owner, self._held = os.getpid(), uuid.uuid4().hex, set()
+                start_thread(threading.Thread(target=self._renew, args=(self._owner,), name="ink-lease", daemon=True))
+            return self._owner
+
+    def _renew(self, owner: str) -> None:
+        while not self._stop.wait(LEASE_SECONDS / 3):
+            with self._lock:
+                held = bool(self._held)
+            if held:
+                try:
+                    with self._writing() as db:
+                        db.execute(
+                            "UPDATE conversations SET lease = ? WHERE owner = ?", (time.time() + LEASE_SECONDS, owner)
+                        )
+                except sqlite3.Error:
+                    pass  # busy for a moment: the next round tries again
+
+
+def next_use(db: sqlite3.Connection) -> int:
+    """The next number in the order of use, shared by every process (inside the write transaction)."""
+    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM conversations").fetchone()[0])
+
+
+def forget_beyond_bound(db: sqlite3.Connection, now: float) -> None:
+    """Delete the least recently used conversations beyond SESSIONS_KEPT; never one a run holds."""
+    excess = int(db.execute("SELECT count(*) FROM conversations").fetchone()[0]) - SESSIONS_KEPT
+    if excess > 0:
+        db.execute(
+            "DELETE FROM conversations WHERE id IN (SELECT id FROM conversations "
+            "WHERE owner IS NULL OR lease <= ? ORDER BY used LIMIT ?)",
+            (now, excess),
+        )
+
+
+def stored_history(db: sqlite3.Connection, session: str) -> list[AgentMessage]:
+    """A stored history, checked as ``--resume`` checks a file: the file may have been edited."""
+    [text] = db.execute("SELECT history FROM conversations WHERE id = ?", (session,)).fetchone()
+    try:
+        history = json.loads(text)
+    except (ValueError, RecursionError, TypeError):
+        history = None
+    if not isinstance(history, list):
+        problem = "not a JSON list"
+    else:
+        problem = next((wrong for wrong in map(message_problem, history) if wrong), "")
+    if problem:
+        raise BadRequest(500, f"this conversation's stored history is damaged ({problem}): start a new one (新对话)")
+    checked: list[AgentMessage] = history
+    return checked
+
+
+def open_store(path: str | None) -> SessionStore:
+    """``INK_SESSION_DB``: a SQLite file, or (unset or empty) this process's memory."""
+    return SqliteConversations(path) if path else Conversations()

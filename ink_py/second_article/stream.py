@@ -1,19 +1,19 @@
-"""One run's event stream in ``ink-py serve`` — the second article's §二 (the ``@Sse`` Observable) and §五.
+"""One run's event stream — the second article's §二 (the ``@Sse`` Observable) and §五, as a WSGI body.
 
-The article's NestJS controller wraps LangChain's AsyncIterable in an RxJS Observable so
-that a closed browser tab unsubscribes and stops the generation. Here the same duties are
-done by hand, each in a few lines you can step through:
+The article's controller turns LangChain's AsyncIterable into an Observable, each chunk
+mapped to a ``MessageEvent``; NestJS unsubscribes when the browser leaves, and that stops
+the generation::
 
-- **events out** — ``run_query`` runs the loop, whose ``on_event`` callback (on the request's
-  own thread) writes every agent event (``sse_fields``) as a named SSE event (``sse_event``),
-  one HTTP chunk each, and ends the stream with ``done`` or ``error``;
-- **hang-up in** — ``SseChannel`` notices the browser left, by a write that fails *and* by
-  a watcher thread that sees the socket read as closed (``peer_closed``), and aborts the
-  run's AbortController: the provider's abort listener shuts the model connection, a read
-  blocked on a slow model wakes, the loop stops, no further model request is made;
-- **keep-alive** — while nothing else is sent (a slow model, a long tool) the watcher
-  writes a ``: keep-alive`` comment every ``keep_alive_seconds``, so proxies keep the idle
-  connection open and a vanished browser is noticed even by a write.
+    return from(stream).pipe(map((chunk) => ({ data: chunk })));
+
+Here the body of ``/chat/stream`` is ``SseBody``: iterating it is subscribing, each agent
+event mapped to an SSE string (``sse_fields``, ``sse_event``); its ``close()`` — which
+every WSGI server calls when the response ends or the browser goes — is the unsubscribe:
+it aborts the run's AbortController, the provider shuts the model connection, the loop
+stops, no further model request is made. ``Run`` is the ``from(...)``: the agent loop on a
+thread of its own, its events through a bounded queue (a browser that stops reading
+stalls the run: backpressure), a ``: keep-alive`` comment every ``keep_alive_seconds`` of
+silence so that a vanished browser is noticed by a failed write under any server.
 
 The events, JSON on one ``data:`` line, a blank line after each::
 
@@ -28,13 +28,9 @@ The events, JSON on one ``data:`` line, a blank line after each::
     event: error           {"message": "could not reach the model server at …"}   (then the stream ends)
 
 ``tool_preparing`` is sent once per call; the raw argument fragments are not sent at all —
-§五's "静默积累" (the same policy as ``ink-py --display filtered``): half a JSON object means
-nothing to a reader, and ``tool_start`` brings the whole, parsed arguments a moment later.
-§六 travels through unchanged: a tool error goes back to the model as a tool result it
-can answer from, and a model that keeps calling tools is stopped by ``--max-turns``
-(``done`` says ``"stopReason": "max_iterations"``).
-
-Worked example — what one event looks like on the wire::
+§五's "静默积累" (the same policy as ``ink-py --display filtered``). §六 travels through
+unchanged: a tool error goes back to the model as a tool result, and a model that keeps
+calling tools is stopped by ``--max-turns`` (``done`` says ``"stopReason": "max_iterations"``).
 
     >>> print(sse_event("text", {"text": "你好"}), end="")
     event: text
@@ -47,26 +43,32 @@ Worked example — what one event looks like on the wire::
 from __future__ import annotations
 
 import json
-import select
-import socket
+import queue
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import requests
 
-from ..core.abort import AbortController
+from ..core.abort import AbortController, start_thread
 from ..core.loop import AgentEvent, run_agent_loop
 from ..core.messages import AgentMessage
 from ..core.tools.read import create_read_tool
 from ..provider.types import LLMProvider, ProviderError
 from ..terminal import first_line, terminal_safe
 
-KEEP_ALIVE_SECONDS = 5.0  # longest silence on an open stream (well under common 30-60 s proxy timeouts)
-WATCH_SECONDS = 0.2  # how often the watcher looks for a browser that hung up
+KEEP_ALIVE_SECONDS = 2.0  # longest silence on an open stream: a gone browser is found by the 2nd failed write
+WATCH_SECONDS = 0.2  # how often a silent stream asks the server whether the browser hung up
+QUEUED_EVENTS = 256  # events waiting for a slow browser; then the run waits (backpressure)
+STALLED_READER_SECONDS = 30.0  # a browser that reads nothing for this long is taken as gone
+STOP_WAIT_SECONDS = 10.0  # how long close() waits for an aborted run to wind down
+KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: EventSource ignores it, proxies see traffic
 ProviderFactory = Callable[[], LLMProvider]
+Send = Callable[[str, Any], None]  # send(event name, data)
+Event = tuple[str, Any]
 
 
 # ── the wire format ─────────────────────────────────────────────────────────────────────
@@ -77,7 +79,7 @@ def sse_event(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def sse_fields(event: AgentEvent) -> tuple[str, dict[str, Any]] | None:
+def sse_fields(event: AgentEvent) -> Event | None:
     """An agent event → (SSE event name, data), or None for what the browser is not sent.
 
     >>> sse_fields({"type": "tool_end", "result": {"toolCallId": "c1", "toolName": "read",
@@ -106,90 +108,113 @@ def sse_fields(event: AgentEvent) -> tuple[str, dict[str, Any]] | None:
     return None  # tool_call_delta (§五: the raw JSON stays on the server) and message_end
 
 
-# ── one browser's stream: writes, keep-alives, hang-up detection ────────────────────────
+def encoded(text: str) -> bytes:
+    """UTF-8 for the wire. A lone surrogate (model text may carry one) sits inside a JSON string,
+    so it is written as JSON's own escape — never an exception.
+
+    >>> encoded(sse_event("text", {"text": "\\ud800"}))
+    b'event: text\\ndata: {"text": "\\\\ud800"}\\n\\n'
+    """
+    return text.encode("utf-8", "backslashreplace")
 
 
-class SseChannel:
-    """The SSE response to one browser. Every write goes through one lock, because two
-    threads write: the run (events) and the watcher (keep-alives). The first sign that
-    the browser left — a failing write, or its socket reading as closed — aborts the run."""
+# ── the body: subscribe by iterating, unsubscribe by close() ────────────────────────────
+
+
+class SseBody:
+    """The WSGI response body of one stream — the Python twin of ``from(stream).pipe(map(...))``."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield KEEP_ALIVE  # at once: servers send the headers with the first bytes (EventSource's onopen)
+        for event in self.run.events():  # from(stream)
+            yield KEEP_ALIVE if event is None else encoded(sse_event(*event))  # .pipe(map(...))
+
+    def close(self) -> None:
+        """Called by the WSGI server when the response ends, or when the browser has gone: unsubscribe."""
+        self.run.stop("the browser closed the stream")
+
+
+class Run:
+    """One question's agent run on a thread of its own; ``events()`` hands its events to the body."""
 
     def __init__(
-        self, wfile: Any, connection: socket.socket, controller: AbortController, keep_alive_seconds: float
+        self,
+        work: Callable[[Send], None],
+        controller: AbortController,
+        keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+        disconnected: Callable[[], bool] = lambda: False,
     ) -> None:
-        self._wfile = wfile
-        self._connection = connection
-        self._controller = controller
+        self.controller = controller
         self._keep_alive = keep_alive_seconds
-        self._lock = threading.Lock()
-        self._last_write = time.monotonic()
-        self._finished = threading.Event()
-        self._watcher = threading.Thread(target=self._watch, name="ink-relay-watcher", daemon=True)
-        self.gone = False  # the browser hung up
+        self._disconnected = disconnected  # the server's probe, where it has one (see relay.py)
+        self._events: queue.Queue[Event | None] = queue.Queue(QUEUED_EVENTS)  # None: the run is over
+        self._thread = threading.Thread(target=self._work, args=(work,), name="ink-relay-run", daemon=True)
 
-    def start(self) -> None:
-        self._watcher.start()
+    def start(self) -> Run:
+        start_thread(self._thread)  # Ctrl-C must reach the main thread, never this one
+        return self
 
-    def send(self, name: str, data: Any) -> None:
-        self._write(sse_event(name, data))
-
-    def finish(self) -> None:
-        """Stop the watcher and end the chunked body (0-length chunk)."""
-        self._finished.set()
-        if self._watcher.is_alive():
-            self._watcher.join()
-        with self._lock:
-            if not self.gone:
-                try:
-                    self._wfile.write(b"0\r\n\r\n")
-                except OSError:
-                    self.gone = True
-
-    def _write(self, text: str) -> None:
-        data = text.encode("utf-8")
-        with self._lock:
-            if self.gone:
-                return  # the run is being aborted; its last few events have no one to go to
+    def events(self) -> Iterator[Event | None]:
+        """The run's events as they come, ``None`` where a keep-alive is due; ends with the run,
+        or as soon as the server's probe says the browser hung up (the run is then aborted)."""
+        quiet_since = time.monotonic()
+        while True:
             try:
-                self._wfile.write(b"%x\r\n%s\r\n" % (len(data), data))  # one HTTP chunk, sent at once
-            except OSError:  # BrokenPipeError, ConnectionResetError: the browser hung up
-                self._hang_up()
+                event = self._events.get(timeout=min(WATCH_SECONDS, self._keep_alive))
+            except queue.Empty:
+                if self._disconnected():
+                    self.stop("the browser closed the stream")
+                    return
+                if time.monotonic() - quiet_since >= self._keep_alive:
+                    quiet_since = time.monotonic()
+                    yield None
+                continue
+            if event is None:
                 return
-            self._last_write = time.monotonic()
+            yield event
+            quiet_since = time.monotonic()
 
-    def _hang_up(self) -> None:
-        self.gone = True
-        self._controller.abort("the browser closed the stream")  # the provider shuts the model connection
+    def stop(self, reason: str) -> None:
+        """Abort the run if it is still going and wait (a bounded while) for it to wind down."""
+        if self._thread.is_alive():
+            self.controller.abort(reason)  # the provider's listener shuts the model connection
+        if self._thread.ident is not None and self._thread is not threading.current_thread():
+            self._thread.join(STOP_WAIT_SECONDS)
 
-    def _watch(self) -> None:
-        poll = min(WATCH_SECONDS, self._keep_alive)
-        while not self._finished.wait(poll):
-            if peer_closed(self._connection):
-                with self._lock:
-                    self._hang_up()
+    def _work(self, work: Callable[[Send], None]) -> None:
+        try:
+            work(self._send)
+        except Exception as err:  # a bug in ink_py: one line on stderr, the stream still ends
+            print(f"ink-py serve: internal error ({terminal_safe(repr(err))})", file=sys.stderr)
+        finally:
+            self._put(None)
+
+    def _send(self, name: str, data: Any) -> None:
+        self._put((name, data))
+
+    def _put(self, item: Event | None) -> None:
+        deadline = time.monotonic() + STALLED_READER_SECONDS
+        while True:
+            try:
+                self._events.put(item, timeout=WATCH_SECONDS)
                 return
-            if time.monotonic() - self._last_write >= self._keep_alive:
-                self._write(": keep-alive\n\n")  # a comment: EventSource ignores it, proxies see traffic
+            except queue.Full:  # beyond the article: a browser that does not read holds the run back
+                if self.controller.signal.aborted:
+                    return  # no one is reading any more: the event goes nowhere
+                if time.monotonic() > deadline:
+                    self.controller.abort("the browser stopped reading")
+                    return
 
 
-def peer_closed(connection: socket.socket) -> bool:
-    """True if the other end has closed: the socket is readable but a peek finds no bytes.
-
-    (An EventSource sends nothing after its request, so readable means closed or reset;
-    a client that half-closes after sending its request is taken as gone, too.)
-    """
-    try:
-        readable, _, _ = select.select([connection], [], [], 0)
-        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):  # reset by peer, or the socket is already closed here
-        return True
+# ── one run: the agent loop, its events sent on ─────────────────────────────────────────
 
 
-# ── one run: the agent loop, its events into the channel ────────────────────────────────
-
-
-class RunSettings(Protocol):
-    """What a run needs from the relay (``RelayServer`` has these): the model, the tools' folder, the limits."""
+@dataclass
+class RunSettings:
+    """What every run of a relay shares: the model, the tools' folder, the limits."""
 
     provider_factory: ProviderFactory  # one provider (one HTTP session) per run
     model: str
@@ -198,22 +223,27 @@ class RunSettings(Protocol):
     max_turns: int
     max_tokens: int
     max_concurrent: int
+    keep_alive_seconds: float = KEEP_ALIVE_SECONDS
 
 
 def run_query(
     settings: RunSettings,
     query: str,
-    channel: SseChannel,
+    send: Send,
     controller: AbortController,
     history: list[AgentMessage] | None = None,
-) -> dict[str, Any]:
-    """Run the agent on ``query`` after ``history``, streaming to ``channel``; end with ``done`` or ``error``."""
+) -> tuple[dict[str, Any], Event]:
+    """Run the agent on ``query`` after ``history``, each event through ``send``.
+
+    Returns the run's record (``{"query", "stopReason"}`` or ``{"query", "error"}``) and the
+    last event, ``done`` or ``error``, which the caller sends once the history is put away.
+    """
     history = [] if history is None else history
 
     def on_event(event: AgentEvent) -> None:
         fields = sse_fields(event)
         if fields is not None:
-            channel.send(*fields)
+            send(*fields)
 
     try:
         result = run_agent_loop(
@@ -230,14 +260,11 @@ def run_query(
             max_concurrent=settings.max_concurrent,
         )
     except (ProviderError, requests.RequestException, OSError) as err:
-        channel.send("error", {"message": str(err)})
-        return {"query": query, "error": str(err)}
+        return {"query": query, "error": str(err)}, ("error", {"message": str(err)})
     except Exception as err:  # a bug in ink_py: one line for the browser, none of the internals
         message = f"internal error ({type(err).__name__}: {err})"
         print(f"ink-py serve: {terminal_safe(message)}", file=sys.stderr)  # the server's words: neutralised
-        channel.send("error", {"message": message})
-        return {"query": query, "error": message}
+        return {"query": query, "error": message}, ("error", {"message": message})
     reason = controller.signal.reason if result["stopReason"] == "aborted" else None
     done = {**result, "maxTurns": settings.max_turns, "messages": len(history), "abortReason": reason}
-    channel.send("done", done)
-    return {"query": query, "stopReason": result["stopReason"]}
+    return {"query": query, "stopReason": result["stopReason"]}, ("done", done)

@@ -1,0 +1,191 @@
+"""The relay's conversation stores (second_article/sessions.py): in memory, and in a SQLite file.
+
+Both keep the same promises, in one table of cases: a session continues its history; one
+run at a time (409); a conversation too long to continue gets 413; at most SESSIONS_KEPT,
+the least recently used forgotten first. The SQLite store also: every process sees every
+conversation (two relays on one file continue each other's), two processes never hold one
+session at once, a worker that died holding one frees it after the lease, a damaged or
+hostile file is refused with one line, and any text (a lone surrogate too) survives.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ink_py.arguments import UsageError
+from ink_py.provider.openai_completions import OpenAICompletionsProvider
+from ink_py.scripted.server import start_model_server
+from ink_py.second_article import sessions
+from ink_py.second_article.guards import BadRequest
+from ink_py.second_article.relay import make_relay_server
+from ink_py.second_article.sessions import Conversations, SessionStore, SqliteConversations, open_store
+
+from .test_relay import README, README_QUESTION, ask_in, named, streamed_text
+
+HELLO = {"role": "user", "content": "你好"}
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SessionStore]:
+    """A new store of either kind; for SQLite, each call opens the same file (as another worker would)."""
+    if request.param == "memory":
+        store = Conversations()
+        return lambda: store
+    return lambda: SqliteConversations(tmp_path / "conversations.db")
+
+
+def refusal(call: Callable[[], Any]) -> tuple[int, str]:
+    with pytest.raises(BadRequest) as caught:
+        call()
+    return caught.value.status, str(caught.value)
+
+
+def test_a_session_continues_its_history_one_run_at_a_time(make_store) -> None:
+    store = make_store()
+    history = store.hold("session-1")
+    assert history == []
+    assert refusal(lambda: make_store().hold("session-1"))[0] == 409  # still answering
+    history.append(HELLO)
+    store.release("session-1", history)
+    assert make_store().hold("session-1") == [HELLO]  # the next question, in any worker
+
+
+def test_a_conversation_too_long_to_continue_gets_413(make_store, monkeypatch) -> None:
+    store = make_store()
+    store.release("session-1", [HELLO] * 10)
+    monkeypatch.setattr(sessions, "MAX_SESSION_CHARS", 100)
+    status, message = refusal(lambda: store.hold("session-1"))
+    assert status == 413 and "新对话" in message
+    assert refusal(lambda: store.hold("session-1"))[0] == 413  # and it is not left held
+
+
+def test_the_least_recently_used_are_forgotten_first(make_store, monkeypatch) -> None:
+    monkeypatch.setattr(sessions, "SESSIONS_KEPT", 2)
+    store = make_store()
+    for name in ("session-a1", "session-b2"):
+        store.release(name, store.hold(name) + [HELLO])
+    store.release("session-a1", store.hold("session-a1"))  # a1 is used again: b2 is now the oldest
+    store.release("session-c3", store.hold("session-c3") + [HELLO])
+    assert store.hold("session-a1") == [HELLO]
+    assert store.hold("session-b2") == []  # forgotten
+
+
+def test_a_session_held_by_a_run_is_never_the_one_forgotten(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(sessions, "SESSIONS_KEPT", 1)
+    store = SqliteConversations(tmp_path / "c.db")
+    busy = store.hold("session-busy")
+    store.release("session-new", [HELLO])
+    store.release("session-busy", busy + [HELLO])
+    assert store.hold("session-busy") == [HELLO]
+
+
+def hold_in_a_child(path: str, session: str, release: bool, results: Any) -> None:
+    store = SqliteConversations(path)
+    try:
+        history = store.hold(session)
+        results.put("held")
+        if release:
+            store.release(session, history + [HELLO])
+    except BadRequest as bad:
+        results.put(bad.status)
+
+
+def test_two_processes_never_hold_one_session_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "c.db")
+    SqliteConversations(path)  # the file and its table
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    children = [context.Process(target=hold_in_a_child, args=(path, "session-x", False, results)) for _ in range(6)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(30)
+    outcomes = sorted(str(results.get(timeout=10)) for _ in children)
+    assert outcomes == ["409"] * 5 + ["held"]
+
+
+def test_a_worker_that_died_holding_a_session_frees_it_after_the_lease(tmp_path: Path, monkeypatch) -> None:
+    path = str(tmp_path / "c.db")
+    SqliteConversations(path).release("session-x", [HELLO])
+    with sqlite3.connect(path) as db:  # as a worker that was killed mid-run leaves it
+        db.execute("UPDATE conversations SET owner = 'dead-worker', lease = 0 WHERE id = 'session-x'")
+    assert SqliteConversations(path).hold("session-x") == [HELLO]  # its lease ran out: free again
+
+
+def test_a_held_session_stays_held_while_its_process_lives(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(sessions, "LEASE_SECONDS", 0.3)  # renewed every 0.1 s
+    store = SqliteConversations(tmp_path / "c.db")
+    store.hold("session-x")
+    time.sleep(1.0)  # three leases long
+    assert refusal(lambda: SqliteConversations(tmp_path / "c.db").hold("session-x"))[0] == 409
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("stored", "status", "words"),
+    [
+        ("not json", 500, "damaged (not a JSON list)"),
+        ('{"role": "user"}', 500, "damaged (not a JSON list)"),
+        ('[{"role": "system", "content": "x"}]', 500, "damaged (role must be user, assistant or toolResult)"),
+        ("[" * 100_000, 500, "damaged"),  # nested past the recursion limit
+        ("[]" + " " * (sessions.MAX_STORED_CHARS + 1), 413, "too long"),  # never loaded at all
+    ],
+)
+def test_a_damaged_or_hostile_row_is_refused_with_one_line(
+    tmp_path: Path, stored: str, status: int, words: str
+) -> None:
+    path = tmp_path / "c.db"
+    SqliteConversations(path).release("session-x", [])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE conversations SET history = ? WHERE id = 'session-x'", (stored,))
+    got, message = refusal(lambda: SqliteConversations(path).hold("session-x"))
+    assert (got, words in message) == (status, True), message
+    assert SqliteConversations(path).hold("session-other") == []  # the rest of the store still works
+
+
+def test_any_text_survives_the_round_trip(tmp_path: Path) -> None:
+    store = SqliteConversations(tmp_path / "c.db")
+    odd = [{"role": "user", "content": "\ud800 lone surrogate, \x00 NUL, 🙂, \u202e bidi"}]
+    store.release("session-x", odd)
+    assert store.hold("session-x") == odd
+
+
+@pytest.mark.parametrize("contents", [b"not a database at all, just text", None])
+def test_a_file_that_is_not_a_store_is_one_error(tmp_path: Path, contents: bytes | None) -> None:
+    path = tmp_path / "c.db"
+    if contents is None:
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE conversations (id TEXT)")  # someone else's table of that name
+    else:
+        path.write_bytes(contents)
+    with pytest.raises(UsageError, match=r"^INK_SESSION_DB=.*c\.db: .*\(give a new file, or one ink-py made\)$"):
+        open_store(str(path))
+    assert isinstance(open_store(None), Conversations) and isinstance(open_store(""), Conversations)
+
+
+def test_two_relays_on_one_file_continue_each_others_conversations(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    with start_model_server(port=0, delay=0) as model:
+        relays = [  # two ink-py serve processes, as it were, sharing INK_SESSION_DB
+            make_relay_server(
+                provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
+                model="m",
+                workspace=tmp_path,
+                store=SqliteConversations(tmp_path / "conversations.db"),
+            ).start()
+            for _ in range(2)
+        ]
+        try:
+            assert named(ask_in(relays[0], README_QUESTION, "session-shared"), "tool_start")
+            follow_up = ask_in(relays[1], "它的标题是什么?", "session-shared")
+        finally:
+            for relay in relays:
+                relay.close()
+    assert "没有再读一次" in streamed_text(follow_up) and named(follow_up, "done")[0]["messages"] == 6
