@@ -206,7 +206,8 @@ class Display:
         self.in_thinking = False
         self.reply_shown = False  # did the current reply show anything yet?
         self.mid_reply = False  # a reply has begun streaming and has not ended yet
-        self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name)
+        self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name) of its latest
+        self.started = 0  # calls started in this reply (a server may repeat an id: counted, not merged)
         self.shown_call = ""  # the call whose arguments the open line is showing
 
     def show(self, event: AgentEvent) -> None:
@@ -224,7 +225,8 @@ class Display:
             self.write(self.err, event["text"], "2;3")
         elif event["type"] == "tool_call_start":
             self.end_line()
-            self.calls[event["id"]] = (len(self.calls) + 1, event["name"])
+            self.started += 1
+            self.calls[event["id"]] = (self.started, event["name"])
             self.shown_call = event["id"]
             if self.policy == "filtered":  # second article §五: announce, do not show raw JSON
                 self.write(self.err, f"  … preparing a {event['name'] or 'tool'} call", "2")
@@ -239,7 +241,7 @@ class Display:
             self.write(self.err, event["jsonDelta"], "2")
         elif event["type"] == "message_end":
             self.end_line()
-            self.calls, self.shown_call = {}, ""
+            self.calls, self.shown_call, self.started = {}, "", 0
             if not self.reply_shown:  # beyond §2: a 200 reply with nothing in it is not an answer
                 self.write(self.err, f"notice: {EMPTY_REPLY_NOTICE}\n", "33")
             self.reply_shown = False
