@@ -29,11 +29,13 @@ from urllib.parse import urlsplit
 import requests
 
 from .arguments import COMMANDS, CliParser, UsageError, positive_int
+from .atomic import ReplacedWhenClosed
 from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from .core.tools.read import create_read_tool
 from .core.tools.types import Tool
 from .provider.anthropic_messages import AnthropicMessagesProvider
 from .provider.base import HttpProvider
+from .provider.errors import display_url, key_problem
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.openai_responses import OpenAIResponsesProvider
 from .provider.recording import recording
@@ -151,9 +153,14 @@ def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
 
 
 def api_key_from(args: argparse.Namespace, env: str) -> str | None:
-    """The key: ``--api-key``, else ``--api-key-file``, else ``<env>_API_KEY`` (beyond Ink: the file)."""
+    """The key: ``--api-key``, else ``--api-key-file``, else ``<env>_API_KEY`` (beyond Ink: the file).
+
+    Beyond Ink: surrounding whitespace (a key file saved with CRLF, ``"$(cat key.txt)"``) is
+    stripped; a key that still holds what no HTTP header can carry is refused in one line
+    that names where it came from, never the key (requests' own refusal would quote it).
+    """
     if args.api_key:
-        return str(args.api_key)
+        return checked_key(str(args.api_key), "--api-key")
     path = getattr(args, "api_key_file", None)
     if path:
         try:
@@ -163,8 +170,24 @@ def api_key_from(args: argparse.Namespace, env: str) -> str | None:
             raise UsageError(f"--api-key-file {path}: {getattr(err, 'strerror', None) or err}") from None
         if not key:
             raise UsageError(f"--api-key-file {path}: the file is empty")
-        return key
-    return os.environ.get(f"{env}_API_KEY") or None
+        return checked_key(key, f"--api-key-file {path}")
+    value = os.environ.get(f"{env}_API_KEY", "")
+    return checked_key(value, f"{env}_API_KEY") if value.strip() else None  # blank: as if unset
+
+
+def checked_key(key: str, source: str) -> str:
+    """``key`` stripped, or UsageError naming ``source`` and what is wrong (never the key).
+
+    >>> checked_key(" sk-abc\\r\\n", "OPENAI_API_KEY")
+    'sk-abc'
+    """
+    key = key.strip()
+    if not key:
+        raise UsageError(f"{source}: the key is blank")
+    problem = key_problem(key)
+    if problem:
+        raise UsageError(f"{source}: the key {problem}, which no HTTP header can carry — check where it comes from")
+    return key
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,9 +331,13 @@ def create_provider(api: str, base_url: str, api_key: str | None, record_dir: st
 
 
 def open_trace(path: str | None) -> IO[str] | None:
+    """A new trace file is written in place (``tail -f`` works); an existing one is written
+    beside and renamed over it at the end (beyond Ink), so a failed run never destroys it."""
     if path is None:
         return None
     try:
-        return open(path, "w", encoding="utf-8")
+        if Path(path).is_file():
+            return ReplacedWhenClosed(path)
+        return open(path, "w", encoding="utf-8")  # a new file, or /dev/stderr, a FIFO: nothing to keep
     except OSError as err:
         raise UsageError(f"--trace {path}: {err.strerror or err}") from None

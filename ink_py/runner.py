@@ -34,8 +34,9 @@ from .core.loop import (
 )
 from .core.messages import AgentMessage, Usage, add_usage, empty_usage
 from .core.tools.types import Tool
+from .provider.transport import notices_of_slow_headers
 from .provider.types import LLMEvent, LLMProvider, LLMRequest
-from .terminal import first_line, human_size, one_line, paint, plural, shorten, terminal_safe, wants_colour
+from .terminal import first_line, human_size, one_line, paint, plural, shorten, terminal_safe, wants_colour, well_formed
 
 EMPTY_REPLY_NOTICE = "the model sent an empty reply (no text, no tool calls)"
 EXIT_COMPLETED, EXIT_ERROR, EXIT_TRUNCATED, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -285,7 +286,7 @@ _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in [*range(0x80, 0xA0), 0x2028,
 
 def write_trace(trace: IO[str], record: Any) -> None:
     """One JSON line per event, written as it happens (``tail -f`` works)."""
-    trace.write(json.dumps(record, ensure_ascii=False).translate(_JSON_ESCAPES) + "\n")
+    trace.write(well_formed(json.dumps(record, ensure_ascii=False)).translate(_JSON_ESCAPES) + "\n")
     trace.flush()
 
 

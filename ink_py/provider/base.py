@@ -4,9 +4,11 @@ Article §2.3: every provider turns its server's stream into the same ``LLMEvent
 dialect module (``openai_completions``, ``anthropic_messages``, ``openai_responses``) gives
 its ``assemble_stream``, request body and URL; ``HttpProvider.stream`` is the article's
 ``provider.stream`` around them — post (part 01), read the body, hand it to the dialect's
-loop, close it after. Then what every loop ends with (``finished_message``,
-``finish_tool_arguments``) and the malformed-chunk policy: a field of the wrong JSON type is
-the server's fault, named in one line (``field``). Recording wraps any of them (recording.py).
+loop, close it after; what the loop yields passes three stages on its way out (beyond §2:
+``bounded_reply``, ``well_formed_events``, redaction.py's ``redacted_events``). Then what
+every loop ends with (``finished_message``, ``finish_tool_arguments``) and the malformed-chunk
+policy: a field of the wrong JSON type is the server's fault, named in one line (``field``).
+Recording wraps any of them (recording.py).
 
     >>> field({"delta": []}, "delta", dict)
     Traceback (most recent call last):
@@ -23,8 +25,11 @@ import requests
 
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AssistantBlock, AssistantMessage, StopReason, ToolCallBlock, Usage
+from ..terminal import well_formed
+from . import shared
 from .errors import display_url, server_message
-from .shared import redact_reads, safe_parse_json, sniffed
+from .redaction import map_strings, redact, redact_reads, redacted_events
+from .shared import safe_parse_json, sniffed
 from .transport import READ_ERRORS, interrupt_response, post_json_with_retry, read_body, read_failure
 from .types import LLMEvent, LLMRequest, ProviderError
 
@@ -68,6 +73,13 @@ class HttpProvider:
 
     def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
         """POST the request and yield its LLMEvents as the reply streams in."""
+        try:
+            yield from self.stream_reply(request)
+        except ProviderError as err:  # beyond §2: like every text, a message is redacted and encodable
+            raise ProviderError(well_formed(redact(str(err), self._api_key))) from None
+
+    def stream_reply(self, request: LLMRequest) -> Iterator[LLMEvent]:
+        """The article's ``provider.stream``: post, read, assemble, close."""
         signal = request.get("signal") or NEVER_ABORTED
         body = self.build_request_body(request)
         response = self.post(body, signal)
@@ -78,7 +90,7 @@ class HttpProvider:
         try:
             content_type = response.headers.get("Content-Type", "")
             reads = sniffed(self.read(response), content_type, *self.whole_reply(body))  # beyond §2
-            yield from self.assemble_stream(reads, signal)
+            yield from self.checked(self.assemble_stream(reads, signal))  # checked: beyond §2, see below
         except Exception as err:
             if signal.aborted:
                 return  # the abort shut the socket under the first read (§4.2, as abort_safe)
@@ -91,6 +103,10 @@ class HttpProvider:
 
     def url(self) -> str:
         return self.base_url + self.path
+
+    def checked(self, events: Iterator[LLMEvent]) -> Iterator[LLMEvent]:
+        """Beyond §2: the dialect's events, bounded in size, encodable, and without the key."""
+        return redacted_events(well_formed_events(bounded_reply(events)), self._api_key)
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""
@@ -121,6 +137,66 @@ def refuse_whole_reply(raw: bytes) -> bytes:
     raise ProviderError(
         f"the server answered with one JSON body, not an event stream (stream: true ignored?): {raw[:120]!r}"
     )
+
+
+# ── beyond §2: the stages every reply's events pass ─────────────────────────────────────
+
+PIECE_BYTES = 64  # what keeping one delta costs beyond its text: a str object and a list slot
+CALL_BYTES = 1024  # what one tool call costs beyond its name and id: its block, its tables' entries
+
+
+def bounded_reply(events: Iterable[LLMEvent]) -> Iterator[LLMEvent]:
+    """Pass events on until one reply's text, reasoning and tool calls pass ``MAX_REPLY_BYTES``
+    (shared.py), then stop with ProviderError: the dialect's loop keeps every piece until the
+    end, so an endless stream of deltas would otherwise grow without bound (1 GB in 6 s).
+
+    >>> list(bounded_reply([{"type": "text_delta", "text": "hi"}]))
+    [{'type': 'text_delta', 'text': 'hi'}]
+    """
+    limit = shared.MAX_REPLY_BYTES  # read at each call: a test may lower it
+    size = 0
+    for event in events:
+        size += held_bytes(event)
+        if size > limit:
+            raise ProviderError(
+                f"the reply grew past {limit // (1024 * 1024)} MiB of text, reasoning and tool arguments "
+                "(MAX_REPLY_BYTES); the rest was not read"
+            )
+        yield event
+
+
+def held_bytes(event: LLMEvent) -> int:
+    """What keeping ``event``'s piece costs the loop that assembles the reply.
+
+    >>> held_bytes({"type": "text_delta", "text": "读"}), held_bytes({"type": "message_end", "message": {}})
+    (67, 0)
+    """
+    if event["type"] == "text_delta" or event["type"] == "thinking_delta":
+        return PIECE_BYTES + utf8_size(event["text"])
+    if event["type"] == "tool_call_delta":
+        return PIECE_BYTES + utf8_size(event["jsonDelta"])
+    if event["type"] == "tool_call_start":
+        return CALL_BYTES + utf8_size(event["name"]) + utf8_size(event["id"])
+    return 0
+
+
+def utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def well_formed_events(events: Iterable[LLMEvent]) -> Iterator[LLMEvent]:
+    """Pass events on with every lone surrogate (JSON's ``"\\ud800"``) made U+FFFD: what is
+    shown, traced, sent back in the next request or relayed must be encodable as UTF-8.
+
+    >>> list(well_formed_events([{"type": "text_delta", "text": "a\\ud800"}]))
+    [{'type': 'text_delta', 'text': 'a\\ufffd'}]
+    """
+    for event in events:
+        if event["type"] == "text_delta" or event["type"] == "thinking_delta":
+            plain = event["text"].isascii()
+        else:
+            plain = event["type"] == "tool_call_delta" and event["jsonDelta"].isascii()
+        yield event if plain else map_strings(event, well_formed)  # the usual delta is plain: untouched
 
 
 # ── what every dialect's loop ends with ─────────────────────────────────────────────────

@@ -18,8 +18,11 @@ import functools
 import json
 import random
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,7 +30,9 @@ import requests
 import urllib3
 
 from ..core.abort import NEVER_ABORTED, AbortSignal, start_thread
-from .errors import api_error, display_url, redact
+from ..terminal import well_formed
+from .errors import api_error, display_url, key_problem
+from .redaction import redact
 from .types import ProviderError
 
 # Retry policy for post_json_with_retry (only before the body is read; see article 4.2).
@@ -66,7 +71,7 @@ def post_json_with_retry(
     ``x-api-key``) and is never part of any message; ``headers`` adds more.
     """
     signal = signal or NEVER_ABORTED
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    data = request_bytes(body)  # beyond part 01: a lone surrogate in the history cannot make it unsendable
     extra = headers or {}
     # beyond part 01: name the encodings read_body decodes (requests would add br/zstd when installed)
     headers = {
@@ -76,6 +81,8 @@ def post_json_with_retry(
         **extra,
     }
     if api_key:
+        if key_problem(api_key):  # beyond part 01: requests' refusal would quote the key
+            raise ProviderError(f"the API key {key_problem(api_key)}: no HTTP header can carry it (not shown)")
         headers[key_header] = f"Bearer {api_key}" if key_header == "Authorization" else api_key
     key_env = "OPENAI_API_KEY" if key_header == "Authorization" else "ANTHROPIC_API_KEY"  # for the 401 hint
     post = session.post if session is not None else requests.post
@@ -130,13 +137,90 @@ def post_json_with_retry(
     )
 
 
-def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | None) -> requests.Response | None:
+def request_bytes(body: Mapping[str, Any]) -> bytes:
+    """``body`` as the UTF-8 JSON sent; a lone surrogate in it (a model's ``"\\ud800"``, an
+    undecodable byte of argv) becomes U+FFFD, so that every request can be encoded.
+
+    >>> request_bytes({"content": "a\\ud800"})
+    b'{"content": "a\\xef\\xbf\\xbd"}'
+    """
+    text = json.dumps(body, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return well_formed(text).encode("utf-8")
+
+
+# The reasons OpenSSL gives when an https:// request meets a server speaking plain HTTP.
+NOT_TLS = {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL", "HTTP_REQUEST"}
+# What requests raises for a request that can never be sent as it is.
+UNSENDABLE = (
+    requests.exceptions.InvalidURL,
+    requests.exceptions.InvalidSchema,
+    requests.exceptions.MissingSchema,
+    requests.exceptions.InvalidHeader,
+)
+
+
+def cannot_succeed(err: requests.RequestException, url: str, api_key: str | None) -> ProviderError | None:
+    """The one line for a failure no retry can mend (beyond part 01), or None to retry it."""
+    where = display_url(url)
+    if isinstance(err, UNSENDABLE):
+        return ProviderError(f"the request to {where} cannot be sent: {redact(str(err), api_key)}")
+    cause = ssl_cause(err) if isinstance(err, requests.exceptions.SSLError) else None
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return ProviderError(
+            f"{where}: the server's TLS certificate was not accepted ({cause.verify_message}) — for a "
+            "self-signed certificate or a private CA, point REQUESTS_CA_BUNDLE at its certificate file"
+        )
+    if cause is not None and cause.reason in NOT_TLS:
+        return ProviderError(
+            f"{where} does not answer in TLS ({cause.reason}): is it a plain-http server? "
+            "Try http:// instead of https://"
+        )
+    return None
+
+
+def ssl_cause(err: BaseException) -> ssl.SSLError | None:
+    """The ``ssl.SSLError`` inside what requests raised (requests wraps urllib3, which wraps ssl)."""
+    seen: set[int] = set()
+    stack: list[Any] = [err]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        if isinstance(item, ssl.SSLError):
+            return item
+        seen.add(id(item))
+        stack.extend([getattr(item, "reason", None), item.__cause__, item.__context__, *item.args])
+    return None
+
+
+# beyond §4.2: a hook (the runner's display) told once when the response headers are slow to come
+waiting_notice: ContextVar[Callable[[str], Any] | None] = ContextVar("waiting_notice", default=None)
+
+
+@contextmanager
+def notices_of_slow_headers(say: Callable[[str], Any]) -> Iterator[None]:
+    """While this is open, on this thread, ``say(line)`` is called once per request whose
+    response headers have not come within ``WAITING_NOTICE_SECONDS``."""
+    token = waiting_notice.set(say)
+    try:
+        yield
+    finally:
+        waiting_notice.reset(token)
+
+
+def post_abortably(
+    send: Callable[[], requests.Response], signal: AbortSignal | None, waiting_for: str = ""
+) -> requests.Response | None:
     """``send()`` on a worker thread, so that an abort ends the wait at once; None if aborted.
 
     Beyond §4.2: until the headers arrive, requests exposes no socket an abort could shut,
     and Python runs a Ctrl-C handler only between bytecodes of the main thread, which a
     blocked connect or header read never reaches. Waiting on an Event instead keeps it
-    interruptible; an abandoned request closes its response the moment it arrives.
+    interruptible; an abandoned request closes its response the moment it arrives. A wait
+    longer than ``WAITING_NOTICE_SECONDS`` is said once (``waiting_notice``), naming ``waiting_for``.
     """
     if signal is None or signal is NEVER_ABORTED:
         return send()  # nothing can abort it: stay on this thread (and in the debugger)
