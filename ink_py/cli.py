@@ -235,7 +235,31 @@ def check_base_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         example = "http://" + url.split("://", 1)[-1].lstrip("/")
         raise UsageError(f"--base-url {url}: give the whole URL, with http:// or https:// (e.g. {example})")
+    problem = url_problem(url)
+    if problem:  # beyond Ink: a URL that can never work is refused at once, not retried three times
+        raise UsageError(f"--base-url {display_url(url)}: {problem}")
     return url
+
+
+def url_problem(url: str) -> str:
+    """What makes an http(s) URL one that can never be reached ("" if nothing does).
+
+    >>> url_problem("http://127.0.0.1:99999/v1"), url_problem("http://exa mple.com/v1")
+    ('the port must be a number from 1 to 65535', 'the host name "exa mple.com" holds a character no host name has')
+    """
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return "the port must be a number from 1 to 65535"
+    if port == 0:
+        return "the port must be a number from 1 to 65535"
+    host = parts.hostname or ""
+    if not host:
+        return "the URL names no host"
+    if not host.startswith("[") and any(c.isspace() or not c.isprintable() or c in '<>\\^`{|}"' for c in host):
+        return f'the host name "{terminal_safe(host)}" holds a character no host name has'
+    return ""
 
 
 def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:

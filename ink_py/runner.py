@@ -78,7 +78,7 @@ def run_prompt(
     if tool_choice != "auto":
         provider = ToolChoice(provider, tool_choice)
     try:
-        with ctrl_c_aborts(controller, shown):
+        with ctrl_c_aborts(controller, shown), notices_of_slow_headers(shown.notice):  # beyond Ink: a slow server
             result = run_agent_loop(
                 provider=provider,
                 model=model,
@@ -257,10 +257,15 @@ class Display:
             else:
                 self.write(self.err, f"← {result['toolName']} ok · {human_size(result['content'])}\n", "32")
 
+    def notice(self, line: str) -> None:
+        """One line of ink_py's own about the run (a server slow to answer), on stderr."""
+        self.end_line()
+        self.write(self.err, f"({line})\n", "2")
+
     def call_label(self, call_id: str) -> str:
         """``read``, or ``read #2`` once a reply has more than one call."""
         number, name = self.calls[call_id]
-        return f"{name} #{number}" if len(self.calls) > 1 else name
+        return f"{name} #{number}" if self.started > 1 else name
 
     def write(self, stream: IO[str], text: str, colour_code: str = "") -> None:
         if not text:

@@ -41,6 +41,9 @@ def api_error(
     finally:
         response.close()
     text = redact(raw.decode("utf-8", "replace"), api_key)  # before server_message cuts it
+    page = html_page(text, response.headers.get("Content-Type", ""))
+    if page is not None:  # beyond part 01: a web server, not the API — its page is no message
+        return ProviderError(f"API error {status}: {page}, not {endpoint_kind(url)}{not_found_hint(url)}{note}")
     message = server_message(json_or_text(text)) or response.reason or "no message"
     hint = {
         401: f" — check the API key (--api-key or {key_env})",

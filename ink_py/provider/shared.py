@@ -311,6 +311,11 @@ def sniffed(
         raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
     if first == b"{":
         return iter([whole_reply(read_at_most(head, reads, WHOLE_REPLY_LIMIT))])
+    if first == b"<" and "event-stream" not in content_type:  # a web page: the base URL is not the API's
+        raise ProviderError(
+            f"the server answered with an HTML page, not an event stream ({shown}): is the base URL "
+            f"the API's address (often ending in /v1), not a web page's? It began: {head.lstrip(BLANK)[:80]!r}"
+        )
     if first and "event-stream" not in content_type and first not in SSE_STARTS:
         raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
     return itertools.chain([head], reads)

@@ -1,13 +1,15 @@
 """The request and the body's reads — part 01's ``postJsonWithRetry`` and the article's ``response.body``.
 
 Sections: ``post_json_with_retry`` (one POST, retried only before any byte of the reply is
-read: connection errors, 408/409/429/5xx, ``Retry-After`` honoured), ``post_abortably`` (an
-abort ends the wait for the headers at once), ``read_body`` (the body as reads, each one
+read: connection errors, 408/409/429/5xx, ``Retry-After`` honoured; what no retry can mend —
+a URL that cannot work, https to a plain-http port, a refused certificate — said at once),
+``post_abortably`` (an abort ends the wait for the headers at once; a slow wait is said once,
+``waiting_notice``), ``read_body`` (the body as reads, each one
 what has arrived), ``read_failure`` (a read that broke, in words) and ``interrupt_response``
 (an abort wakes a blocked read). Differences from the TypeScript are tagged ``beyond §``;
 walkthrough.md explains them.
 
-    >>> is_retryable_status(429), is_retryable_status(404), round(backoff_seconds(1), 1) <= 0.6
+    >>> is_retryable_status(429), is_retryable_status(501), round(backoff_seconds(1), 1) <= 0.6
     (True, False, True)
 """
 
@@ -43,6 +45,7 @@ RETRY_AFTER_MAX_SECONDS = 60.0  # a server asking for a longer wait gets an erro
 CONNECT_TIMEOUT_SECONDS = 15.0
 HEADERS_TIMEOUT_SECONDS = 90.0  # beyond §4.2: longest wait for the response headers, never retried
 READ_TIMEOUT_SECONDS = 300.0  # longest silence between two reads of the body
+WAITING_NOTICE_SECONDS = 5.0  # beyond §4.2: no response headers after this long is said once (waiting_notice)
 READ_SIZE = 65536  # most bytes one read may return (it returns what has arrived, often less)
 # What a broken read raises (urllib3 wraps http.client's errors; a socket timeout is an OSError).
 READ_ERRORS = (urllib3.exceptions.HTTPError, requests.RequestException, OSError)
@@ -98,6 +101,7 @@ def post_json_with_retry(
                     timeout=(CONNECT_TIMEOUT_SECONDS, HEADERS_TIMEOUT_SECONDS),
                 ),
                 signal,
+                waiting_for=url,
             )  # fmt: skip
         except requests.exceptions.ReadTimeout:  # connected, but no headers: a retry would wait as long again
             raise ProviderError(
@@ -107,6 +111,9 @@ def post_json_with_retry(
         except requests.RequestException as err:  # refused, DNS, reset, connect timeout
             if signal.aborted:
                 return None
+            hopeless = cannot_succeed(err, url, api_key)  # beyond part 01: never retried
+            if hopeless is not None:
+                raise hopeless from None
             problem = redact(str(err), api_key)
             refused = connect_failure(err)
             delay = backoff_seconds(attempt)
@@ -241,6 +248,12 @@ def post_abortably(
     start_thread(threading.Thread(target=work, name="ink-post", daemon=True))  # Ctrl-C stays with the waiter
     signal.add_listener(finished.set)
     try:
+        say = waiting_notice.get()
+        if say is not None and not finished.wait(WAITING_NOTICE_SECONDS):
+            say(
+                f"still waiting for the response headers from {display_url(waiting_for) or 'the server'} "
+                f"({WAITING_NOTICE_SECONDS:.0f} s so far; given up after {HEADERS_TIMEOUT_SECONDS:.0f} s)"
+            )
         finished.wait()
     finally:
         signal.remove_listener(finished.set)
@@ -282,8 +295,9 @@ def connect_failure(err: BaseException) -> str:
 
 
 def is_retryable_status(status: int) -> bool:
-    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed on a retry."""
-    return status in (408, 409, 429) or 500 <= status <= 599
+    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed on a retry — but
+    501 Not Implemented and 505 (a web server that does not take POST) never will."""
+    return status in (408, 409, 429) or (500 <= status <= 599 and status not in (501, 505))
 
 
 def backoff_seconds(attempt: int) -> float:
