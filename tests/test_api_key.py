@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from ink_py.provider.anthropic_messages import AnthropicMessagesProvider
 from ink_py.provider.openai_responses import OpenAIResponsesProvider
 
-from .helpers import ROOT, run_assembly, text_reply
+from .helpers import PROVIDER_CLASSES, ROOT, provider_in, run_assembly, text_reply
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, one_error_line, run_measured, sse_server
 from .test_dialects import WRITERS
 from .test_relay import read_all, start_relay
@@ -143,14 +143,20 @@ def test_a_key_at_the_cut_of_an_http_error_body_is_not_shown(ink: Any) -> None:
     assert "API error 401" in str(caught.value) and KEY_START not in str(caught.value)
 
 
-def test_the_browser_status_line_never_shows_an_echoed_key(workspace: Path) -> None:
-    with sse_server(b'data: {"error": {"message": "' + b"e" * 470 + KEY.encode() + b'"}}\n\n') as model:
+def relay_error(model_reply: bytes, workspace: Path) -> str:
+    """The message of the relay's ``event: error`` when the model server (given KEY) sends ``model_reply``."""
+    with sse_server(model_reply) as model:
         relay = start_relay(model.base_url, workspace, api_key=KEY)
         try:
             _, events = read_all(requests.get(f"{relay.url}chat/stream?query=hi", stream=True, timeout=10))
         finally:
             relay.close()
     [error] = [e["data"]["message"] for e in events if e["event"] == "error"]
+    return str(error)
+
+
+def test_the_browser_status_line_never_shows_an_echoed_key(workspace: Path) -> None:
+    error = relay_error(b'data: {"error": {"message": "' + b"e" * 470 + KEY.encode() + b'"}}\n\n', workspace)
     assert "the server reported an error" in error and KEY[:9] not in error
 
 
@@ -204,11 +210,6 @@ def test_it_is_requests_that_drops_the_key_on_a_cross_origin_redirect() -> None:
 
 # ── a key with whitespace around it, or a character no header can carry ────────────────
 
-PROVIDERS = {
-    "openai_completions": "OpenAICompletionsProvider",
-    "anthropic_messages": "AnthropicMessagesProvider",
-    "openai_responses": "OpenAIResponsesProvider",
-}
 KEY_HEADER = {"anthropic_messages": b"x-api-key: "}  # the others: Authorization: Bearer
 
 
@@ -222,7 +223,7 @@ def sent_key(dialect: str, request: bytes) -> bool:
     return header + KEY.encode() + b"\r\n" in request
 
 
-@pytest.mark.parametrize("dialect", sorted(PROVIDERS))
+@pytest.mark.parametrize("dialect", sorted(PROVIDER_CLASSES))
 @pytest.mark.parametrize("source", ["env", "--api-key", "--api-key-file"])
 def test_a_key_with_whitespace_around_it_is_stripped_before_use(
     workspace: Path, tmp_path: Path, dialect: str, source: str
@@ -299,11 +300,11 @@ def test_the_relay_resolves_its_key_the_same_way(monkeypatch: pytest.MonkeyPatch
     assert "OPENAI_API_KEY: the key holds" in str(refused.value) and KEY_START not in str(refused.value)
 
 
-@pytest.mark.parametrize("dialect", sorted(PROVIDERS))
+@pytest.mark.parametrize("dialect", sorted(PROVIDER_CLASSES))
 def test_a_provider_given_such_a_key_refuses_it_at_once_without_showing_it(ink: Any, dialect: str) -> None:
     """Beyond the command line (a library user, a student's wing): one error, nothing sent, no retry."""
     with sse_server(text_reply("hi")) as server:
-        provider = getattr(getattr(ink, dialect), PROVIDERS[dialect])(server.base_url, KEY + "\r")
+        provider = provider_in(ink, dialect, server.base_url, KEY + "\r")
         with pytest.raises(ink.types.ProviderError) as caught:
             list(provider.stream(REQUEST))
     assert "no HTTP header can carry it" in str(caught.value) and KEY_START not in str(caught.value)
@@ -403,12 +404,12 @@ ESCAPED_ECHOES = {
 }
 
 
-@pytest.mark.parametrize("dialect", sorted(PROVIDERS))
+@pytest.mark.parametrize("dialect", sorted(PROVIDER_CLASSES))
 @pytest.mark.parametrize("echo", sorted(ESCAPED_ECHOES))
 def test_an_escaped_echo_of_the_key_in_an_error_event_is_never_shown(ink: Any, dialect: str, echo: str) -> None:
     secret = KEY[:6] + "/" + KEY[6:] if echo == "slash-escaped" else KEY
     with sse_server(error_event_in(dialect, ESCAPED_ECHOES[echo])) as server:
-        provider = getattr(getattr(ink, dialect), PROVIDERS[dialect])(server.base_url, secret)
+        provider = provider_in(ink, dialect, server.base_url, secret)
         with pytest.raises(ink.types.ProviderError) as caught:
             list(provider.stream(REQUEST))
     assert "reported an error" in str(caught.value) and "***" in str(caught.value)
@@ -419,7 +420,7 @@ def answer_pieces_in(dialect: str, pieces: list[str]) -> bytes:
     return WRITERS[dialect]([], [("text", piece) for piece in pieces])
 
 
-@pytest.mark.parametrize("dialect", sorted(PROVIDERS))
+@pytest.mark.parametrize("dialect", sorted(PROVIDER_CLASSES))
 @pytest.mark.parametrize(
     "pieces",
     [
@@ -435,7 +436,7 @@ def test_the_key_in_the_answer_is_never_shown_even_spread_over_deltas(
     wire_pieces = [piece.replace("\\u0073", "\\\\u0073") for piece in pieces]  # JSON-escaped on the wire
     body = answer_pieces_in(dialect, wire_pieces).replace(b"\\\\u0073", b"\\u0073")
     with sse_server(body) as server:
-        provider = getattr(getattr(ink, dialect), PROVIDERS[dialect])(server.base_url, KEY)
+        provider = provider_in(ink, dialect, server.base_url, KEY)
         events = list(provider.stream(REQUEST))
     shown = "".join(e["text"] for e in events if e["type"] == "text_delta")
     [block] = events[-1]["message"]["blocks"]
@@ -472,13 +473,7 @@ def test_a_prefix_of_the_key_that_is_not_the_key_is_shown_in_order(ink: Any) -> 
 
 
 def test_the_relay_never_shows_an_escaped_echo_either(workspace: Path) -> None:
-    with sse_server(error_event_in("openai_completions", ESCAPED_ECHOES["u-escaped"])) as model:
-        relay = start_relay(model.base_url, workspace, api_key=KEY)
-        try:
-            _, events = read_all(requests.get(f"{relay.url}chat/stream?query=hi", stream=True, timeout=10))
-        finally:
-            relay.close()
-    [error] = [e["data"]["message"] for e in events if e["event"] == "error"]
+    error = relay_error(error_event_in("openai_completions", ESCAPED_ECHOES["u-escaped"]), workspace)
     assert "bad key ***" in error and KEY_START not in error
 
 

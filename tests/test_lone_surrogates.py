@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import requests
 
+from .helpers import provider_in
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, run_measured, sse_server
 from .test_dialects import WRITERS
 from .test_relay import read_all, start_relay
@@ -67,15 +68,6 @@ def reasoning_reply(dialect: str) -> bytes:
     return with_lone_surrogates(b"".join(frame(data, name) for name, data in events))
 
 
-def provider(ink: Any, dialect: str, base_url: str) -> Any:
-    classes = {
-        "openai_completions": ink.openai_completions.OpenAICompletionsProvider,
-        "anthropic_messages": ink.anthropic_messages.AnthropicMessagesProvider,
-        "openai_responses": ink.openai_responses.OpenAIResponsesProvider,
-    }
-    return classes[dialect](base_url)
-
-
 REQUEST = {"model": "m", "system": "s", "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -83,7 +75,7 @@ REQUEST = {"model": "m", "system": "s", "messages": [{"role": "user", "content":
 @pytest.mark.parametrize("reply", [first_reply, reasoning_reply], ids=["text-and-tools", "reasoning"])
 def test_every_string_the_provider_yields_is_well_formed(ink: Any, dialect: str, reply: Any) -> None:
     with sse_server(reply(dialect)) as server:
-        events = list(provider(ink, dialect, server.base_url).stream(REQUEST))
+        events = list(provider_in(ink, dialect, server.base_url).stream(REQUEST))
     for event in events:
         json.dumps(event, ensure_ascii=False).encode("utf-8")  # would raise on a lone surrogate
     assert "\ufffd" in json.dumps(events, ensure_ascii=False)

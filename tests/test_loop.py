@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .helpers import ScriptedProvider, fixture_bytes, sse, text_reply, tool_reply
+from .helpers import ScriptedProvider, fixture_bytes, provider_in, sse, text_reply, tool_reply
 
 READ_SCHEMA = {
     "type": "object",
@@ -412,13 +412,8 @@ def test_each_dialect_sends_each_calls_own_result_back(ink, tmp_path, dialect):
         server.read_request(conn)
         conn.sendall(SSE_HEAD + (first if len(server.requests) == 1 else second))
 
-    classes = {
-        "openai_completions": ink.openai_completions.OpenAICompletionsProvider,
-        "anthropic_messages": ink.anthropic_messages.AnthropicMessagesProvider,
-        "openai_responses": ink.openai_responses.OpenAIResponsesProvider,
-    }
     with RawServer(serve) as server:
-        provider = classes[dialect](server.base_url)
+        provider = provider_in(ink, dialect, server.base_url)
         result, _, _ = run(ink, provider, [ink.read_tool.create_read_tool(str(tmp_path))])
     body = json.loads(server.requests[1].split(b"\r\n\r\n", 1)[1])
     assert result["stopReason"] == "completed"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import requests
 
-from .helpers import ROOT
+from .helpers import ROOT, provider_in
 from .raw_servers import RawServer, one_error_line, run_measured, sse_server
 from .test_chat import chat_env
 from .test_relay import read_all, start_relay
@@ -118,7 +118,7 @@ def test_text_reasoning_and_arguments_each_count(
     monkeypatch.setattr(ink.shared, "MAX_REPLY_BYTES", 100_000)
     sent = {"bytes": 0}
     with sse_server(endless(*endless_reply(dialect, kind, 1000), sent)) as server:
-        provider = provider_for(ink, dialect, server.base_url)
+        provider = provider_in(ink, dialect, server.base_url)
         with pytest.raises(ink.types.ProviderError, match=r"MAX_REPLY_BYTES"):
             for _ in provider.stream({"model": "m", "system": "", "messages": []}):
                 pass
@@ -130,7 +130,7 @@ def test_many_tiny_pieces_are_bounded_too(ink: Any, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ink.shared, "MAX_REPLY_BYTES", 100_000)
     one = frame({"choices": [{"delta": {"content": "x"}}]})
     with sse_server(one * 5000 + frame({"choices": [{"delta": {}, "finish_reason": "stop"}]})) as server:
-        provider = provider_for(ink, "openai_completions", server.base_url)
+        provider = provider_in(ink, "openai_completions", server.base_url)
         with pytest.raises(ink.types.ProviderError, match=r"MAX_REPLY_BYTES"):
             list(provider.stream({"model": "m", "system": "", "messages": []}))
 
@@ -142,20 +142,9 @@ def test_a_reply_under_the_cap_is_whole(ink: Any, monkeypatch: pytest.MonkeyPatc
     )
     with sse_server(body) as server:
         events = list(
-            provider_for(ink, "openai_completions", server.base_url).stream(
-                {"model": "m", "system": "", "messages": []}
-            )
+            provider_in(ink, "openai_completions", server.base_url).stream({"model": "m", "system": "", "messages": []})
         )
     assert events[-1]["message"]["blocks"] == [{"type": "text", "text": "y" * 90_000}]
-
-
-def provider_for(ink: Any, dialect: str, base_url: str) -> Any:
-    classes = {
-        "openai_completions": ink.openai_completions.OpenAICompletionsProvider,
-        "anthropic_messages": ink.anthropic_messages.AnthropicMessagesProvider,
-        "openai_responses": ink.openai_responses.OpenAIResponsesProvider,
-    }
-    return classes[dialect](base_url)
 
 
 def test_chat_gets_the_bound_and_goes_on(tmp_path: Path) -> None:

@@ -75,11 +75,16 @@ def test_escape_sequences_reach_the_terminal_only_as_visible_text(workspace: Pat
     assert {"type": "text_delta", "text": "text" + HOSTILE} in raw  # the trace keeps the raw text
 
 
-def test_a_recording_the_demo_steps_through_cannot_move_the_cursor_or_colour_it(tmp_path: Path) -> None:
-    recording = tmp_path / "001-response.sse"
-    recording.write_bytes(text_reply("红\x1b[2J\x1b[31m\r走开\x07" + HOSTILE))
+def demo_of(folder: Path, body: bytes) -> subprocess.CompletedProcess[str]:
+    """``ink-py demo --file`` stepping through ``body`` saved as a recording in ``folder``."""
+    recording = folder / "001-response.sse"
+    recording.write_bytes(body)
     argv = [sys.executable, "-m", "ink_py", "demo", "--file", str(recording), "--no-pause"]
-    done = subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=60)
+
+
+def test_a_recording_the_demo_steps_through_cannot_move_the_cursor_or_colour_it(tmp_path: Path) -> None:
+    done = demo_of(tmp_path, text_reply("红\x1b[2J\x1b[31m\r走开\x07" + HOSTILE))
     assert done.returncode == 0 and "红" in done.stdout
     assert not any(char in done.stdout + done.stderr for char in "\x1b\r\x07\x9b\x85")
     assert "\\x1b[2J" in done.stdout and "\\x1b]52;c;" in done.stdout
@@ -120,10 +125,7 @@ def test_bidirectional_controls_never_reach_the_terminal_raw(workspace: Path) ->
 
 
 def test_the_demo_escapes_bidirectional_controls_in_a_recording(tmp_path: Path) -> None:
-    recording = tmp_path / "001-response.sse"
-    recording.write_bytes(text_reply("ok \u202egnp.exe " + BIDI))
-    argv = [sys.executable, "-m", "ink_py", "demo", "--file", str(recording), "--no-pause"]
-    done = subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=60)
+    done = demo_of(tmp_path, text_reply("ok \u202egnp.exe " + BIDI))
     assert done.returncode == 0 and "\\u202egnp.exe" in done.stdout
     assert not any(char in done.stdout + done.stderr for char in BIDI)
 

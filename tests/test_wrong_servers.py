@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from .helpers import provider_in
 from .raw_servers import INK_PY, one_error_line, run_measured, silent_server
 
 
@@ -98,12 +99,7 @@ def test_a_plain_web_server_is_named_as_one_not_quoted(web_server: PlainWebServe
 def test_each_dialect_names_the_endpoint_it_expected(
     ink: Any, web_server: PlainWebServer, sleeps: list[float], dialect: str, kind: str
 ) -> None:
-    classes = {
-        "openai_completions": ink.openai_completions.OpenAICompletionsProvider,
-        "anthropic_messages": ink.anthropic_messages.AnthropicMessagesProvider,
-        "openai_responses": ink.openai_responses.OpenAIResponsesProvider,
-    }
-    provider = classes[dialect](f"http://127.0.0.1:{web_server.port}")
+    provider = provider_in(ink, dialect, f"http://127.0.0.1:{web_server.port}")
     with pytest.raises(ink.types.ProviderError) as caught:
         list(provider.stream({"model": "m", "system": "", "messages": []}))
     message = str(caught.value)
