@@ -35,7 +35,7 @@ def terminal_safe(text: str) -> str:
     >>> terminal_safe("ok \\u202egnp.exe \\ud800")
     'ok \\\\u202egnp.exe \\ufffd'
     """
-    return well_formed(text).translate(_CONTROLS)
+    return (text if text.isascii() or not SURROGATE.search(text) else well_formed(text)).translate(_CONTROLS)
 
 
 def well_formed(text: str) -> str:
@@ -46,12 +46,12 @@ def well_formed(text: str) -> str:
     >>> well_formed("a\\ud800b"), well_formed("\\ud83d\\ude00"), well_formed("读")
     ('a\\ufffdb', '😀', '读')
     """
-    if text.isascii() or not _SURROGATE.search(text):
+    if text.isascii() or not SURROGATE.search(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-_SURROGATE = re.compile("[\\ud800-\\udfff]")
+SURROGATE = re.compile("[\\ud800-\\udfff]")  # what UTF-8 cannot carry: searched before anything is copied
 
 
 def one_line(text: str) -> str:

@@ -3,7 +3,7 @@
 JSON may escape half of a surrogate pair alone; Python decodes it into a string that no
 UTF-8 stream can encode, so the answer on stdout, the trace line and the next request's body
 each ended in ``internal error (UnicodeEncodeError)`` — in all three dialects and in the relay.
-Now every string the provider yields is well formed (base.py · ``well_formed_events``: U+FFFD
+Now every string the provider yields is well formed (base.py · ``bounded_reply``: U+FFFD
 in its place), every request body is encodable (transport.py · ``request_bytes``) and the trace
 writes what is left (runner.py · ``write_trace``). Real HTTP on 127.0.0.1.
 """

@@ -4,8 +4,8 @@ Article §2.3: every provider turns its server's stream into the same ``LLMEvent
 dialect module (``openai_completions``, ``anthropic_messages``, ``openai_responses``) gives
 its ``assemble_stream``, request body and URL; ``HttpProvider.stream`` is the article's
 ``provider.stream`` around them — post (part 01), read the body, hand it to the dialect's
-loop, close it after; what the loop yields passes three stages on its way out (beyond §2:
-``bounded_reply``, ``well_formed_events``, redaction.py's ``redacted_events``). Then what
+loop, close it after; what the loop yields passes two stages on its way out (beyond §2:
+``bounded_reply``, bounded and well formed, and redaction.py's ``redacted_events``). Then what
 every loop ends with (``finished_message``, ``finish_tool_arguments``) and the malformed-chunk
 policy: a field of the wrong JSON type is the server's fault, named in one line (``field``).
 Recording wraps any of them (recording.py).
@@ -25,7 +25,7 @@ import requests
 
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AssistantBlock, AssistantMessage, StopReason, ToolCallBlock, Usage
-from ..terminal import well_formed
+from ..terminal import SURROGATE, well_formed
 from . import shared
 from .errors import display_url, server_message
 from .redaction import map_strings, redact, redact_reads, redacted_events
@@ -73,16 +73,12 @@ class HttpProvider:
 
     def stream(self, request: LLMRequest) -> Iterator[LLMEvent]:
         """POST the request and yield its LLMEvents as the reply streams in."""
-        try:
-            yield from self.stream_reply(request)
-        except ProviderError as err:  # beyond §2: like every text, a message is redacted and encodable
-            raise ProviderError(well_formed(redact(str(err), self._api_key))) from None
-
-    def stream_reply(self, request: LLMRequest) -> Iterator[LLMEvent]:
-        """The article's ``provider.stream``: post, read, assemble, close."""
         signal = request.get("signal") or NEVER_ABORTED
         body = self.build_request_body(request)
-        response = self.post(body, signal)
+        try:
+            response = self.post(body, signal)
+        except ProviderError as err:
+            raise self.said(err) from None  # beyond §2: redacted, see said
         if response is None:
             return  # aborted before the reply started
         wake = lambda: interrupt_response(response)  # noqa: E731  # an abort wakes a read blocked in this thread
@@ -95,7 +91,9 @@ class HttpProvider:
             if signal.aborted:
                 return  # the abort shut the socket under the first read (§4.2, as abort_safe)
             if isinstance(err, READ_ERRORS):  # beyond §4.2: a read that broke, said in words
-                raise read_failure(err, response) from err
+                raise self.said(read_failure(err, response)) from None
+            if isinstance(err, ProviderError):
+                raise self.said(err) from None
             raise
         finally:
             signal.remove_listener(wake)
@@ -106,7 +104,12 @@ class HttpProvider:
 
     def checked(self, events: Iterator[LLMEvent]) -> Iterator[LLMEvent]:
         """Beyond §2: the dialect's events, bounded in size, encodable, and without the key."""
-        return redacted_events(well_formed_events(bounded_reply(events)), self._api_key)
+        events = bounded_reply(events)
+        return redacted_events(events, self._api_key) if self._api_key else events
+
+    def said(self, err: ProviderError) -> ProviderError:
+        """Beyond §2: an error's message, like every text, without the key and encodable."""
+        return ProviderError(well_formed(redact(str(err), self._api_key)))
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""
@@ -146,57 +149,43 @@ CALL_BYTES = 1024  # what one tool call costs beyond its name and id: its block,
 
 
 def bounded_reply(events: Iterable[LLMEvent]) -> Iterator[LLMEvent]:
-    """Pass events on until one reply's text, reasoning and tool calls pass ``MAX_REPLY_BYTES``
-    (shared.py), then stop with ProviderError: the dialect's loop keeps every piece until the
-    end, so an endless stream of deltas would otherwise grow without bound (1 GB in 6 s).
+    """Pass a reply's events on, each checked as it goes by (one stage: a debugger steps
+    through one frame per event, not two):
 
-    >>> list(bounded_reply([{"type": "text_delta", "text": "hi"}]))
-    [{'type': 'text_delta', 'text': 'hi'}]
+    - bounded: once the reply's text, reasoning and tool calls pass ``MAX_REPLY_BYTES``
+      (shared.py), ProviderError — the dialect's loop keeps every piece until the end, so an
+      endless stream of deltas would otherwise grow without bound (1 GB in 6 s);
+    - well formed: a lone surrogate (JSON's ``"\\ud800"``) becomes U+FFFD, so that what is
+      shown, traced, relayed or sent back in the next request can be encoded as UTF-8.
+
+    >>> list(bounded_reply([{"type": "text_delta", "text": "a\\ud800"}]))
+    [{'type': 'text_delta', 'text': 'a\\ufffd'}]
     """
     limit = shared.MAX_REPLY_BYTES  # read at each call: a test may lower it
     size = 0
     for event in events:
-        size += held_bytes(event)
+        if event["type"] == "text_delta" or event["type"] == "thinking_delta":  # inlined: no call per event
+            text = event["text"]
+            size += PIECE_BYTES + (len(text) if text.isascii() else utf8_size(text))
+        elif event["type"] == "tool_call_delta":
+            text = event["jsonDelta"]
+            size += PIECE_BYTES + (len(text) if text.isascii() else utf8_size(text))
+        else:  # a tool call's start, the finished message: looked at whole, in one pass
+            if event["type"] == "tool_call_start":
+                size += CALL_BYTES + utf8_size(event["name"]) + utf8_size(event["id"])
+            text = json.dumps(event, ensure_ascii=False)
         if size > limit:
             raise ProviderError(
                 f"the reply grew past {limit // (1024 * 1024)} MiB of text, reasoning and tool arguments "
                 "(MAX_REPLY_BYTES); the rest was not read"
             )
-        yield event
-
-
-def held_bytes(event: LLMEvent) -> int:
-    """What keeping ``event``'s piece costs the loop that assembles the reply.
-
-    >>> held_bytes({"type": "text_delta", "text": "读"}), held_bytes({"type": "message_end", "message": {}})
-    (67, 0)
-    """
-    if event["type"] == "text_delta" or event["type"] == "thinking_delta":
-        return PIECE_BYTES + utf8_size(event["text"])
-    if event["type"] == "tool_call_delta":
-        return PIECE_BYTES + utf8_size(event["jsonDelta"])
-    if event["type"] == "tool_call_start":
-        return CALL_BYTES + utf8_size(event["name"]) + utf8_size(event["id"])
-    return 0
+        plain = text.isascii() or not SURROGATE.search(text)
+        yield event if plain else map_strings(event, well_formed)  # the usual event is plain: untouched
 
 
 def utf8_size(text: str) -> int:
+    """What ``text`` takes as UTF-8 (a lone surrogate counted as the 3 bytes it will become)."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def well_formed_events(events: Iterable[LLMEvent]) -> Iterator[LLMEvent]:
-    """Pass events on with every lone surrogate (JSON's ``"\\ud800"``) made U+FFFD: what is
-    shown, traced, sent back in the next request or relayed must be encodable as UTF-8.
-
-    >>> list(well_formed_events([{"type": "text_delta", "text": "a\\ud800"}]))
-    [{'type': 'text_delta', 'text': 'a\\ufffd'}]
-    """
-    for event in events:
-        if event["type"] == "text_delta" or event["type"] == "thinking_delta":
-            plain = event["text"].isascii()
-        else:
-            plain = event["type"] == "tool_call_delta" and event["jsonDelta"].isascii()
-        yield event if plain else map_strings(event, well_formed)  # the usual delta is plain: untouched
 
 
 # ── what every dialect's loop ends with ─────────────────────────────────────────────────
