@@ -4,15 +4,19 @@ Not in Ink. Every subcommand (``ink-py``, ``chat``, ``demo``, ``exercise``, ``se
 builds its flags on ``CliParser``, so a usage mistake is one ``error: …`` line and exit
 code 1 — exit 2 stays "the answer was cut at the output limit" — and a bad flag value
 (a port of 99999, an unknown scenario) is a usage mistake, never a traceback.
-``COMMANDS`` names the subcommands; ``ink_py.__main__`` dispatches to them.
+``COMMANDS`` names the subcommands; ``ink_py.__main__`` dispatches to them. Text a user
+gives (a prompt, ``--system``, a chat line) is made encodable here, where it enters
+(``encodable_text``), so no request built from it can fail to encode later.
 
-    >>> positive_int("3"), port_number("8765")
-    (3, 8765)
+    >>> positive_int("3"), port_number("8765"), encodable_text("caf\\udce9")
+    (3, 8765, 'caf�')
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import re
 from typing import NoReturn
 
 EXIT_USAGE = 1  # the same code as any other error: 2 means "answer truncated"
@@ -27,6 +31,9 @@ COMMANDS = {
 }
 
 
+LONE_SURROGATES = re.compile("[\ud800-\udfff]")  # what UTF-8 cannot encode
+
+
 class UsageError(Exception):
     """A mistake in how ink-py was called: reported as one ``error:`` line."""
 
@@ -36,6 +43,16 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"error: {message} (see {self.prog} --help)\n")
+
+
+def encodable_text(text: str) -> str:
+    """``text`` that UTF-8 can encode: each lone surrogate becomes U+FFFD (�).
+
+    Python keeps bytes that are not UTF-8 in argv, the environment or a pipe as lone
+    surrogates (``\\udce9`` for the byte 0xE9); sent on, they would fail when the request is
+    encoded, turns later. Beyond Ink: replaced once, at the edge where the text came in.
+    """
+    return LONE_SURROGATES.sub("\ufffd", text)
 
 
 def positive_int(text: str) -> int:
@@ -66,3 +83,15 @@ def non_negative_float(text: str) -> float:
     if not value >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
+
+
+def cannot_listen(host: str, port: int, err: OSError) -> str:
+    """The one line for a server that cannot bind: what failed, and with a port in use, what to do.
+
+    >>> cannot_listen("127.0.0.1", 8000, OSError(errno.EADDRINUSE, "Address already in use"))
+    'cannot listen on 127.0.0.1:8000: Address already in use — another program has that port; --port 0 picks a free one'
+    """
+    line = f"cannot listen on {host}:{port}: {err.strerror or err}"
+    if err.errno == errno.EADDRINUSE:
+        line += " — another program has that port; --port 0 picks a free one"
+    return line

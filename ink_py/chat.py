@@ -7,8 +7,9 @@ on the same history: the reply streams, tool lines and the per-turn summary as i
 message (§4.2) — and the prompt comes back; Ctrl-C or Ctrl-D at an empty prompt ends the
 session (exit 0). Commands: ``/new`` ``/save FILE`` ``/history`` ``/help`` ``/quit``;
 ``--resume FILE`` loads a saved history: JSON lines, one of the article's message dicts
-each (``load_history`` reads them back in Python). With stdin not a terminal, each line
-is one message: ``printf 'q1\\nq2\\n' | ink-py chat`` runs two turns and exits.
+each (``load_history`` reads them back in Python, checking every record's whole shape). With
+stdin not a terminal, each line is one message: ``printf 'q1\\nq2\\n' | ink-py chat`` runs two
+turns and exits. Beyond Ink: no failed turn ends the session (the history stays, to /save).
 
     >>> parse_command("/save notes.jsonl"), parse_command("读取 README.md")
     (('save', 'notes.jsonl'), None)
@@ -17,6 +18,7 @@ is one message: ``printf 'q1\\nq2\\n' | ink-py chat`` runs two turns and exits.
 from __future__ import annotations
 
 import argparse
+import bdb
 import json
 import os
 import re
@@ -27,17 +29,31 @@ from typing import IO, Any
 
 import requests
 
-from .arguments import UsageError
-from .cli import build_parser, check_tool_choice, open_endpoint, open_trace, print_error, prompt_runner
+from .arguments import UsageError, encodable_text
+from .atomic import write_text_atomically
+from .cli import (
+    build_parser,
+    check_tool_choice,
+    environment_hint,
+    open_endpoint,
+    open_trace,
+    print_error,
+    prompt_runner,
+)
 from .core.messages import AgentMessage, AssistantBlock
 from .core.tools.read import create_read_tool
+from .provider.shared import MAX_ARGUMENT_DEPTH, nesting_depth
 from .provider.types import ProviderError
 from .runner import EXIT_COMPLETED, EXIT_ERROR, EXIT_INTERRUPTED
-from .terminal import human_size, shorten, show_newlines
+from .terminal import fit_width, human_size, one_line, shorten, show_newlines, terminal_columns
 
 PROMPT = "› "
 MAX_HISTORY_BYTES = 20 * 1024 * 1024  # a --resume file larger than this is refused, not read
 ROLES = {"user": "content", "assistant": "blocks", "toolResult": "results"}  # each role's required field
+STOP_REASONS = ("tool_use", "end_turn", "max_tokens", None)
+USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens")
+BLOCK_FIELDS = {"text": ("text",), "thinking": ("thinking",), "toolCall": ("id", "name")}  # each a string
+RESULT_FIELDS = ("toolCallId", "toolName", "content")  # strings; and isError, a bool
 HELP = """commands:
   /new          start a new conversation (empty history)
   /save FILE    save the history as JSON lines (ink-py chat --resume FILE loads it)
@@ -78,13 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         def turn(message: str) -> int:
             return run(prompt=message, history=history)
 
+        hint = environment_hint(args)
+
         interactive = sys.stdin.isatty()
         if interactive:
             use_readline()
             resumed = f"{len(history)} messages from {args.resume}; " if args.resume else ""
             print(f"(ink-py chat: {resumed}type a message · /help · Ctrl-D ends)", file=sys.stderr)
         lines = terminal_lines() if interactive else piped_lines(sys.stdin, sys.stderr)
-        return run_session(lines, turn, history, sys.stderr, keep_last_code=not interactive)
+        return run_session(lines, turn, history, sys.stderr, keep_last_code=not interactive, hint=hint)
     except UsageError as err:
         print_error(str(err))
         return EXIT_ERROR
@@ -107,8 +125,10 @@ def run_session(
     history: list[AgentMessage],
     err: IO[str],
     keep_last_code: bool = False,
+    hint: str = "",
 ) -> int:
-    """Each line a message (``turn`` runs it on ``history``) or a command; ends with the lines."""
+    """Each line a message (``turn`` runs it on ``history``) or a command; ends with the lines.
+    ``hint`` follows a failed turn's error (cli.environment_hint)."""
     code = EXIT_COMPLETED
     for line in lines:
         line = line.strip()
@@ -116,7 +136,7 @@ def run_session(
             continue
         command = parse_command(line)
         if command is None:
-            code = run_turn(turn, line, err)
+            code = run_turn(turn, line, err, hint)
             continue
         name, argument = command
         if name in ("quit", "exit"):
@@ -127,7 +147,7 @@ def run_session(
             history.clear()
             print("(a new conversation: the history is empty)", file=err)
         elif name == "history":
-            print("\n".join(history_lines(history)) or "(the history is empty)", file=err)
+            print("\n".join(history_lines(history, terminal_columns(err))) or "(the history is empty)", file=err)
         elif name == "save":
             save_command(argument, history, err)
         else:
@@ -135,12 +155,26 @@ def run_session(
     return code if keep_last_code else EXIT_COMPLETED
 
 
-def run_turn(turn: Callable[[str], int], message: str, err: IO[str]) -> int:
-    """One message through the loop; a failed reply is one error line, and the session goes on."""
+def run_turn(turn: Callable[[str], int], message: str, err: IO[str], hint: str = "") -> int:
+    """One message through the loop; a failed reply is one error line, and the session goes on.
+
+    Beyond Ink: even a bug (an exception nobody expected) costs only this turn — the history
+    so far, which may not be saved yet, stays for the next message and for /save.
+    """
     try:
         return turn(message)
+    except BrokenPipeError:
+        raise  # the reader of our output has gone: __main__ ends quietly
     except (ProviderError, requests.RequestException, OSError) as problem:
-        print_error(str(problem))
+        print_error(one_line(str(problem)) + hint)
+        return EXIT_ERROR
+    except Exception as problem:
+        if os.environ.get("INK_DEBUG") or isinstance(problem, bdb.BdbQuit):
+            raise
+        print_error(
+            f"internal error ({type(problem).__name__}: {one_line(str(problem))}); the conversation is kept "
+            "(/save FILE keeps it on disk); INK_DEBUG=1 shows the traceback"
+        )
         return EXIT_ERROR
 
 
@@ -206,9 +240,14 @@ def piped_lines(stdin: IO[str], err: IO[str]) -> Iterator[str]:
 
 
 def save_history(path: str | os.PathLike[str], history: list[AgentMessage]) -> None:
-    """One message dict per line, as the loop keeps them (``stopReason``, ``toolCallId`` …)."""
-    text = "".join(json.dumps(message, ensure_ascii=False) + "\n" for message in history)
-    Path(path).write_text(text, encoding="utf-8")
+    """One message dict per line, as the loop keeps them (``stopReason``, ``toolCallId`` …).
+
+    Written whole or not at all (``atomic``): a failure never truncates the file that was
+    there. A lone surrogate a model sent is saved as U+FFFD, as it was shown, so the file
+    is UTF-8 that ``--resume`` takes back.
+    """
+    text = "".join(encodable_text(json.dumps(message, ensure_ascii=False)) + "\n" for message in history)
+    write_text_atomically(path, text)
 
 
 def load_history(path: str | os.PathLike[str]) -> list[AgentMessage]:
@@ -239,7 +278,10 @@ def load_history(path: str | os.PathLike[str]) -> list[AgentMessage]:
 
 
 def message_problem(message: Any) -> str:
-    """Why ``message`` is not one of the article's three message shapes ("" if it is one).
+    """Why ``message`` is not one of the article's three message shapes, whole ("" if it is one).
+
+    Every field the loop, the three dialects' request builders and ``/history`` read is
+    checked, so a loaded history can never fail later, turns into the session.
 
     >>> message_problem({"role": "user", "content": "hi"}), message_problem({"role": "system"})
     ('', 'role must be user, assistant or toolResult')
@@ -249,28 +291,61 @@ def message_problem(message: Any) -> str:
     role = message["role"]
     field = message.get(ROLES[role])
     if role == "user":
-        return "" if isinstance(field, str) else "a user message needs a content string"
-    if not isinstance(field, list) or not all(isinstance(item, dict) for item in field):
-        return f"a {role} message needs a list of {ROLES[role]}"
-    if role == "assistant":
-        if not isinstance(message.get("usage"), dict):
-            return "an assistant message needs usage"
-        kinds = {"text": "text", "thinking": "thinking", "toolCall": "id"}
-        for block in field:
-            if block.get("type") not in kinds or not isinstance(block.get(kinds[block["type"]]), str):
-                return "an assistant block must be text, thinking or toolCall"
-            if block["type"] == "toolCall" and not isinstance(block.get("name"), str):
-                return "a toolCall block needs a name"
-        return ""
-    for result in field:
-        fields = ("toolCallId", "toolName", "content")
-        if not all(isinstance(result.get(key), str) for key in fields) or not isinstance(result.get("isError"), bool):
-            return "a tool result needs toolCallId, toolName, content and isError"
+        wrong = "" if isinstance(field, str) else "a user message needs a content string"
+    elif not isinstance(field, list) or not all(isinstance(item, dict) for item in field):
+        wrong = f"a {role} message needs a list of {ROLES[role]}"
+    elif role == "assistant":
+        wrong = assistant_problem(message)
+    else:
+        wrong = next((result_problem(result) for result in field if result_problem(result)), "")
+    if not wrong:
+        try:
+            json.dumps(message, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            wrong = "its text has a lone surrogate (such as \\ud800), which no request can carry"
+    return wrong
+
+
+def assistant_problem(message: dict[str, Any]) -> str:
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or not all(is_count(usage.get(key)) for key in USAGE_FIELDS):
+        return f"an assistant message needs usage with {', '.join(USAGE_FIELDS)} (whole numbers)"
+    if message.get("stopReason", None) not in STOP_REASONS:
+        return f"an assistant message's stopReason must be one of {', '.join(map(str, STOP_REASONS))}"
+    if "model" in message and not isinstance(message["model"], str):
+        return "an assistant message's model must be a string"
+    for block in message["blocks"]:
+        strings = BLOCK_FIELDS.get(block.get("type"))
+        if strings is None:
+            return "an assistant block must be text, thinking or toolCall"
+        if not all(isinstance(block.get(key), str) for key in strings):
+            return f"a {block['type']} block needs {' and '.join(strings)} (strings)"
+        if block["type"] == "thinking" and not all(
+            isinstance(block.get(k, ""), str) for k in ("signature", "redacted")
+        ):
+            return "a thinking block's signature and redacted must be strings"
+        if block["type"] == "toolCall" and "arguments" not in block:
+            return "a toolCall block needs arguments"
+        if block["type"] == "toolCall" and nesting_depth(block["arguments"]) > MAX_ARGUMENT_DEPTH:
+            return f"a toolCall block's arguments are nested deeper than {MAX_ARGUMENT_DEPTH}"
     return ""
 
 
-def history_lines(history: list[AgentMessage]) -> list[str]:
-    """``/history``: one line per message — role, its blocks, tool results' sizes."""
+def result_problem(result: dict[str, Any]) -> str:
+    if not all(isinstance(result.get(key), str) for key in RESULT_FIELDS) or not isinstance(
+        result.get("isError"), bool
+    ):
+        return "a tool result needs toolCallId, toolName, content (strings) and isError (true or false)"
+    return ""
+
+
+def is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def history_lines(history: list[AgentMessage], columns: int | None = None) -> list[str]:
+    """``/history``: one line per message — role, its blocks, tool results' sizes — each at most
+    ``columns`` terminal cells wide (a wide character takes two)."""
     lines = []
     for number, message in enumerate(history, 1):
         if message["role"] == "user":
@@ -284,7 +359,8 @@ def history_lines(history: list[AgentMessage]) -> list[str]:
                 f"{r['toolName']} {'error' if r['isError'] else 'ok'} · {human_size(r['content'])}"
                 for r in message["results"]
             ]
-        lines.append(f"{number:>3} {message['role']:<10} " + " · ".join(parts or ["(empty)"]))
+        line = f"{number:>3} {message['role']:<10} " + " · ".join(parts or ["(empty)"])
+        lines.append(line if columns is None else fit_width(line, columns))
     return lines
 
 

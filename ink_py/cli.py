@@ -10,7 +10,9 @@
 the built-in scripted model starts on 127.0.0.1 and is reached over real HTTP through the
 same provider code), and ``run_agent`` creates the provider and the read tool and hands
 them to ``runner.run_prompt``. Exit codes: 0 completed, 1 error, 2 answer cut at the
-output limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line.
+output limit (as Ink), 3 stopped at max turns, 130 interrupted. Errors are one line. A setting
+taken from the environment (``OPENAI_BASE_URL`` exported for another tool …) is named on the
+run's first line and in any error about it, with the ``unset`` that brings the built-in model back.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from .arguments import COMMANDS, CliParser, UsageError, positive_int
+from .arguments import COMMANDS, CliParser, UsageError, encodable_text, positive_int
 from .atomic import ReplacedWhenClosed
 from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from .core.tools.read import create_read_tool
@@ -56,7 +58,7 @@ APIS: dict[str, tuple[type[HttpProvider], str]] = {
 DEFAULT_API = "openai-completions"
 
 DEFAULT_PROMPT = "读取 README.md,告诉我项目怎样启动"
-DELAY_NOTE = "                         (default 0.02, a long reply paced to take about 1.5 s; 0: no pauses)"
+DELAY_NOTE = "                         (default 0.02, 0: none; a longer reply's pauses shrink to 75 of them)"
 CHAT_HINT = "(ink-py answers one prompt and ends; `ink-py chat` keeps the conversation — send 继续 there)"
 ABORT_NOTICE = (
     "(the abort scenario: the model stops mid tool call and stays silent, waiting for you — press Ctrl-C "
@@ -82,14 +84,19 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
         or f"commands:\n{commands}\n\nexit codes: 0 completed, 1 error, 2 answer truncated at the output "
         "limit, 3 stopped at max turns, 130 interrupted\n\nenvironment:\n"
         "  INK_API, INK_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY (ANTHROPIC_… for anthropic-messages)\n"
-        "                         read when the flags are absent\n"
+        "                         read when the flags are absent; each one used is named on the run's\n"
+        "                         first line (`unset OPENAI_BASE_URL`: the built-in model again)\n"
         f"  INK_SCRIPTED_DELAY=S   the built-in model pauses S seconds between writes\n{DELAY_NOTE}\n"
         "  NO_COLOR               no colour",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     if prompt:
         parser.add_argument(
-            "prompt", nargs="?", default=DEFAULT_PROMPT, help=f"what to ask (default: {DEFAULT_PROMPT})"
+            "prompt",
+            nargs="?",
+            type=encodable_text,
+            default=DEFAULT_PROMPT,
+            help=f"what to ask (default: {DEFAULT_PROMPT})",
         )
     parser.add_argument("--version", action="version", version=f"ink-py {package_version()}")
     add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
@@ -97,10 +104,13 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
     run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
     run.add_argument("--max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, help="stop after this many replies")
     run.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, help="output limit per reply")
-    run.add_argument("--system", default=DEFAULT_SYSTEM, help="the system prompt")
+    run.add_argument("--system", type=encodable_text, default=DEFAULT_SYSTEM, help="the system prompt")
     run.add_argument("--trace", metavar="FILE", help="write every event as a JSON line to FILE")
     run.add_argument(
-        "--record", metavar="DIR", help="save every request and raw response body to DIR (for ink-py demo --file)"
+        "--record",
+        metavar="DIR",
+        help="save every request and raw response body to DIR (for ink-py demo --file; this checkout's git "
+        "ignores rec/, so --record rec leaves git status clean)",
     )
     run.add_argument(
         "--display",
@@ -110,6 +120,7 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
     )
     run.add_argument(
         "--tool-choice",
+        type=encodable_text,
         default="auto",
         metavar="auto|required|none|NAME",
         help="what the model is told about calling tools; NAME forces that tool on the first turn only, "
@@ -125,12 +136,14 @@ def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
     """The flags ``resolve_endpoint`` reads; ``ink-py serve`` takes the same ones."""
     group.add_argument(
         "--api",
+        type=encodable_text,
         default=os.environ.get("INK_API", DEFAULT_API),
         metavar="|".join(APIS),
         help=f"the wire dialect the endpoint speaks (env INK_API; default {DEFAULT_API})",
     )
     group.add_argument(
         "--base-url",
+        type=encodable_text,
         default=None,
         help="e.g. https://api.openai.com/v1 (env OPENAI_BASE_URL; ANTHROPIC_BASE_URL for anthropic-messages)",
     )
@@ -146,7 +159,12 @@ def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
         help="the endpoint's key; other local users can see it in the process list (ps), so prefer the "
         "environment variable OPENAI_API_KEY (ANTHROPIC_API_KEY for anthropic-messages) or --api-key-file",
     )
-    group.add_argument("--model", default=os.environ.get("INK_MODEL"), help="model name (env INK_MODEL)")
+    group.add_argument(
+        "--model",
+        type=encodable_text,
+        default=os.environ.get("INK_MODEL"),
+        help="model name (env INK_MODEL); the built-in model is always ink-scripted",
+    )
     group.add_argument(
         "--scenario", choices=sorted(SCENARIOS) + ["slow"], help="an article case, on the built-in model"
     )
@@ -191,6 +209,7 @@ def checked_key(key: str, source: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args: argparse.Namespace | None = None
     try:  # parsing too: a Ctrl-C at any point is "interrupted", never a traceback
         args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
         if not args.prompt.strip():
@@ -200,8 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside the stream
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ProviderError, UsageError, requests.RequestException, OSError) as err:
-        print_error(one_line(str(err)))  # one line, whatever a server wrote
+    except BrokenPipeError:
+        raise  # whoever read our output has gone (`| head`): __main__ ends quietly, as Unix tools do
+    except (ProviderError, requests.RequestException) as err:
+        print_error(one_line(str(err)) + environment_hint(args))  # one line, whatever a server wrote
+        return EXIT_ERROR
+    except (UsageError, OSError) as err:
+        print_error(one_line(str(err)))
         return EXIT_ERROR
     except Exception as err:  # a bug in ink_py, not the user's mistake: still one line, unless debugging
         if os.environ.get("INK_DEBUG") or isinstance(err, bdb.BdbQuit):  # BdbQuit: `q` in pdb
@@ -225,8 +249,9 @@ def package_version() -> str:
         return "(not installed)"
 
 
-def check_base_url(url: str) -> str:
+def check_base_url(url: str, variable: str | None = None) -> str:
     """A base URL must say http:// or https:// — refused at once, not retried three times.
+    ``variable``: the environment variable it came from, named in the refusal.
 
     >>> check_base_url("http://127.0.0.1:11434/v1")
     'http://127.0.0.1:11434/v1'
@@ -234,10 +259,15 @@ def check_base_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         example = "http://" + url.split("://", 1)[-1].lstrip("/")
-        raise UsageError(f"--base-url {url}: give the whole URL, with http:// or https:// (e.g. {example})")
+        where = f"{variable}={url} (from the environment)" if variable else f"--base-url {url}"
+        fix = f"; or `unset {variable}` to use the built-in scripted model" if variable else ""
+        raise UsageError(f"{where}: give the whole URL, with http:// or https:// (e.g. {example}){fix}")
     problem = url_problem(url)
     if problem:  # beyond Ink: a URL that can never work is refused at once, not retried three times
-        raise UsageError(f"--base-url {display_url(url)}: {problem}")
+        shown = display_url(url)
+        raise UsageError(
+            f"{f'{variable}={shown} (from the environment)' if variable else f'--base-url {shown}'}: {problem}"
+        )
     return url
 
 
@@ -262,37 +292,104 @@ def url_problem(url: str) -> str:
     return ""
 
 
+def environment_base_url(args: argparse.Namespace) -> str | None:
+    """The variable the base URL comes from (``OPENAI_BASE_URL`` …), when no ``--base-url`` was given."""
+    if args.base_url or args.api not in APIS:
+        return None
+    variable = f"{APIS[args.api][1]}_BASE_URL"
+    return variable if os.environ.get(variable) else None
+
+
+def environment_hint(args: argparse.Namespace | None) -> str:
+    """For an error about an endpoint the environment chose: which variable, and how to undo it."""
+    variable = environment_base_url(args) if args is not None else None
+    if variable is None:
+        return ""
+    return f" ({variable} is set in the environment; `unset {variable}` to use the built-in scripted model)"
+
+
+def from_environment(args: argparse.Namespace, built_in: bool) -> list[str]:
+    """The endpoint settings this run takes from the environment, as ``NAME=value`` (a key: its name only).
+
+    Beyond Ink: a variable exported for another tool silently changes what ``ink-py`` talks to,
+    so the run's first line names each one (``endpoint_notes``).
+    """
+    env = APIS[args.api][1]
+    found = []
+    if os.environ.get("INK_API") and args.api == encodable_text(os.environ["INK_API"]):
+        found.append(f"INK_API={args.api}")
+    variable = environment_base_url(args)
+    if variable and not built_in:
+        found.append(f"{variable}={display_url(os.environ[variable])}")
+    if os.environ.get("INK_MODEL") and args.model == encodable_text(os.environ["INK_MODEL"]):
+        found.append(
+            f"INK_MODEL={args.model}" + (f", ignored: the built-in model is {SCRIPTED_MODEL}" if built_in else "")
+        )
+    explicit_key = args.api_key or getattr(args, "api_key_file", None)
+    if not built_in and not explicit_key and os.environ.get(f"{env}_API_KEY"):
+        found.append(f"{env}_API_KEY")
+    return found
+
+
 def resolve_endpoint(args: argparse.Namespace) -> tuple[str, str, str | None, ModelServer | None]:
     """Where requests go: ``(base_url, model, api_key, built_in_server)``.
 
     The configured endpoint (flags, then OPENAI_BASE_URL / INK_MODEL / OPENAI_API_KEY, or
     ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY with ``--api anthropic-messages``), or
-    the built-in scripted model, started here on 127.0.0.1 (the caller closes it). Shared
-    by ``ink-py`` and ``ink-py serve``.
+    the built-in scripted model, started here on 127.0.0.1 (the caller closes it; it needs no
+    key and always answers as ``ink-scripted``). Shared by ``ink-py``, ``chat`` and ``serve``;
+    a refusal names the environment variable a setting came from.
     """
     if not Path(args.workspace).is_dir():
         raise UsageError(f"--workspace {args.workspace}: not a folder")
     if args.api not in APIS:
-        raise UsageError(f"--api {args.api}: choose one of {', '.join(APIS)} (or fix INK_API)")
+        if args.api == os.environ.get("INK_API"):
+            raise UsageError(
+                f"INK_API={args.api} (from the environment): choose one of {', '.join(APIS)}, "
+                f"or `unset INK_API` for {DEFAULT_API}"
+            )
+        raise UsageError(f"--api {args.api}: choose one of {', '.join(APIS)}")
     env = APIS[args.api][1]  # OPENAI_… or ANTHROPIC_…
     api_key = api_key_from(args, env)
-    base_url = args.base_url or os.environ.get(f"{env}_BASE_URL")
+    variable = environment_base_url(args)
+    base_url = args.base_url or (os.environ[variable] if variable else None)
+    shown = f"{variable}={display_url(base_url or '')} (from the environment)"
+    unset = f"`unset {variable}` to use the built-in scripted model"
     if base_url and args.scenario:
+        if variable:
+            raise UsageError(f"--scenario only applies to the built-in model, and {shown} points elsewhere: {unset}")
         raise UsageError(f"--scenario only applies to the built-in model; leave out --base-url (and {env}_BASE_URL)")
     if base_url and not args.model:
+        if variable:
+            raise UsageError(f"{shown} points ink-py at that endpoint, which needs a model: --model NAME "
+                             f"(or set INK_MODEL); or {unset}")  # fmt: skip
         raise UsageError("name the model to use: --model NAME (or set INK_MODEL)")
     if base_url:
-        return check_base_url(base_url), args.model, api_key, None
-    from .scripted.server import DEFAULT_DELAY, REPLY_SECONDS, start_model_server  # only without a real endpoint
+        return check_base_url(base_url, variable), args.model, api_key, None
+    from .scripted.server import delay_setting, start_model_server  # only without a real endpoint
 
-    setting = os.environ.get("INK_SCRIPTED_DELAY")
-    try:
-        delay = DEFAULT_DELAY if setting is None else float(setting)  # seconds between its writes
-    except ValueError:
-        raise UsageError(f"INK_SCRIPTED_DELAY={setting}: not a number of seconds") from None
-    reply_seconds = REPLY_SECONDS if setting is None else None  # by default a long reply is paced to fit
-    server = start_model_server(scenario=args.scenario or "readme", delay=delay, reply_seconds=reply_seconds)
-    return server.base_url, args.model or SCRIPTED_MODEL, api_key, server
+    server = start_model_server(scenario=args.scenario or "readme", delay=delay_setting())
+    return server.base_url, SCRIPTED_MODEL, None, server  # it needs no key: none is sent to it
+
+
+def endpoint_notes(args: argparse.Namespace, base_url: str, server: ModelServer | None) -> list[str]:
+    """The run's first lines on stderr: the settings taken from the environment, then the built-in model.
+
+    >>> args = argparse.Namespace(api=DEFAULT_API, base_url=None, model=None, api_key=None)
+    >>> endpoint_notes(args, "http://127.0.0.1:8765/v1", None) if "INK_API" not in os.environ else []
+    []
+    """
+    notes = []
+    settings = from_environment(args, built_in=server is not None)
+    if settings:
+        variable = environment_base_url(args) if server is None else None
+        back = f"; `unset {variable}` to use the built-in scripted model" if variable else ""
+        notes.append(f"(from the environment: {' · '.join(settings)}{back})")
+    if server is not None:
+        notes.append(f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)")
+        if args.model and args.model != os.environ.get("INK_MODEL"):
+            notes.append(f"(--model {args.model} is ignored: the built-in model answers as {SCRIPTED_MODEL})")
+    return [terminal_safe(note) for note in notes]
 
 
 def run_agent(args: argparse.Namespace) -> int:
@@ -331,13 +428,10 @@ def prompt_runner(
 def open_endpoint(args: argparse.Namespace) -> tuple[LLMProvider, str, ModelServer | None]:
     """``resolve_endpoint``, said on stderr, and the provider for it: ``(provider, model, built_in_server)``."""
     base_url, model, api_key, server = resolve_endpoint(args)
-    if server is not None:
-        print(
-            f"(no --base-url: a built-in scripted model at {base_url} is answering — no network, no key)",
-            file=sys.stderr,
-        )
-        if args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
-            print(ABORT_NOTICE, file=sys.stderr, flush=True)
+    for note in endpoint_notes(args, base_url, server):
+        print(note, file=sys.stderr)
+    if server is not None and args.scenario == "abort":  # §4.2: the model goes silent, and only the user can end it
+        print(ABORT_NOTICE, file=sys.stderr, flush=True)
     return create_provider(args.api, base_url, api_key, record_dir=args.record), model, server
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from .arguments import encodable_text
 from .core.abort import AbortController
 from .core.loop import (
     DEFAULT_MAX_TOKENS,
@@ -36,7 +37,7 @@ from .core.messages import AgentMessage, Usage, add_usage, empty_usage
 from .core.tools.types import Tool
 from .provider.transport import notices_of_slow_headers
 from .provider.types import LLMEvent, LLMProvider, LLMRequest
-from .terminal import first_line, human_size, one_line, paint, plural, shorten, terminal_safe, wants_colour, well_formed
+from .terminal import first_line, human_size, one_line, paint, plural, shorten, terminal_safe, wants_colour
 
 EMPTY_REPLY_NOTICE = "the model sent an empty reply (no text, no tool calls)"
 EXIT_COMPLETED, EXIT_ERROR, EXIT_TRUNCATED, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -75,8 +76,7 @@ def run_prompt(
 
     history = [] if history is None else history
     start = len(history)  # this prompt's messages begin here (ink-py chat keeps the earlier ones)
-    if tool_choice != "auto":
-        provider = ToolChoice(provider, tool_choice)
+    provider = with_tool_choice(provider, tool_choice)
     try:
         with ctrl_c_aborts(controller, shown), notices_of_slow_headers(shown.notice):  # beyond Ink: a slow server
             result = run_agent_loop(
@@ -122,6 +122,11 @@ class ToolChoice:
         if choice not in ("auto", "required", "none"):
             self.choice = "auto"  # a named tool was forced once
         return self.provider.stream({**request, "toolChoice": choice})
+
+
+def with_tool_choice(provider: LLMProvider, choice: str) -> LLMProvider:
+    """``provider`` whose requests carry ``choice`` (``ToolChoice``); "auto", Ink's own, needs no wrapper."""
+    return provider if choice == "auto" else ToolChoice(provider, choice)
 
 
 def replies_without_usage(history: list[AgentMessage]) -> tuple[int, int]:
@@ -291,7 +296,7 @@ _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in [*range(0x80, 0xA0), 0x2028,
 
 def write_trace(trace: IO[str], record: Any) -> None:
     """One JSON line per event, written as it happens (``tail -f`` works)."""
-    trace.write(well_formed(json.dumps(record, ensure_ascii=False)).translate(_JSON_ESCAPES) + "\n")
+    trace.write(encodable_text(json.dumps(record, ensure_ascii=False)).translate(_JSON_ESCAPES) + "\n")
     trace.flush()
 
 

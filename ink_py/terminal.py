@@ -1,10 +1,10 @@
 """Text for a terminal: what the model or a server wrote, shown but never obeyed — beyond Ink.
 
 Every line ink_py prints that carries someone else's text passes through here:
-``terminal_safe`` (control characters and bidirectional controls shown as escapes, never
-obeyed), ``well_formed`` (a lone surrogate, which no stream can encode, shown as U+FFFD),
-``one_line`` (a multi-line message folded onto the one ``error: …`` line), ``show_newlines`` (a chat
-summary's ⏎), the colours (``wants_colour``: a terminal and no NO_COLOR; ``paint``), and the
+``terminal_safe`` (control characters, the bidirectional ones too, shown as escapes, never
+obeyed), ``one_line`` (a multi-line message folded onto the one ``error: …`` line),
+``show_newlines`` (a chat summary's ⏎), the colours (``wants_colour``: a terminal and no NO_COLOR; ``paint``), the
+terminal's width (``terminal_columns``, ``fit_width``: a wide character takes two cells), and the
 small formatters the status lines share (``shorten``, ``first_line``, ``human_size``, ``plural``).
 
     >>> terminal_safe("a\\x1b]52;c;aGk=\\x07b"), one_line("2 errors:\\n  content\\n  field")
@@ -14,7 +14,7 @@ small formatters the status lines share (``shorten``, ``first_line``, ``human_si
 from __future__ import annotations
 
 import os
-import re
+import unicodedata
 from typing import IO
 
 # Every C0 control but \n and \t, DEL and the C1 controls → a visible escape such as \x1b.
@@ -27,31 +27,14 @@ _CONTROLS.update({code: f"\\u{code:04x}" for code in BIDI_CONTROLS})
 
 def terminal_safe(text: str) -> str:
     """``text`` from the model or a server, made harmless for a terminal: OSC (window title,
-    clipboard), CSI (clear screen, cursor moves), C1 and bidirectional controls are shown, not
-    obeyed; a lone surrogate becomes U+FFFD (``well_formed``), so the line can be written.
+    clipboard), CSI (clear screen, cursor moves), C1 and bidirectional controls are shown, not obeyed.
 
     >>> terminal_safe("a\\x1b]52;c;aGk=\\x07b\\tc\\n\\x9b2J")
     'a\\\\x1b]52;c;aGk=\\\\x07b\\tc\\n\\\\x9b2J'
-    >>> terminal_safe("ok \\u202egnp.exe \\ud800")
-    'ok \\\\u202egnp.exe \\ufffd'
+    >>> terminal_safe("ok \\u202egnp.exe")
+    'ok \\\\u202egnp.exe'
     """
-    return (text if text.isascii() or not SURROGATE.search(text) else well_formed(text)).translate(_CONTROLS)
-
-
-def well_formed(text: str) -> str:
-    """``text`` as UTF-8 can carry it: a surrogate pair kept apart is joined, a lone surrogate
-    (JSON's ``"\\ud800"``, a file name's undecodable byte) becomes U+FFFD — beyond Ink, whose
-    JavaScript strings write them silently. Text without surrogates is returned as it is.
-
-    >>> well_formed("a\\ud800b"), well_formed("\\ud83d\\ude00"), well_formed("读")
-    ('a\\ufffdb', '😀', '读')
-    """
-    if text.isascii() or not SURROGATE.search(text):
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-SURROGATE = re.compile("[\\ud800-\\udfff]")  # what UTF-8 cannot carry: searched before anything is copied
+    return text.translate(_CONTROLS)
 
 
 def one_line(text: str) -> str:
@@ -105,3 +88,39 @@ def first_line(text: str, limit: int) -> str:
 def human_size(text: str) -> str:
     size = len(text.encode("utf-8"))
     return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
+
+
+def cells(character: str) -> int:
+    """Terminal cells one character takes: 2 for wide (CJK) ones, 0 for combining marks, else 1."""
+    if unicodedata.combining(character):
+        return 0
+    return 2 if unicodedata.east_asian_width(character) in ("W", "F") else 1
+
+
+def fit_width(text: str, columns: int) -> str:
+    """At most ``columns`` terminal cells of ``text`` (one line), the last one ``…`` when cut.
+
+    >>> fit_width("读取 README.md", 8), fit_width("abc", 8)
+    ('读取 RE…', 'abc')
+    """
+    if sum(map(cells, text)) <= columns:
+        return text
+    kept, used = [], 0
+    for character in text:
+        used += cells(character)
+        if used > columns - 1:
+            break
+        kept.append(character)
+    return "".join(kept) + "…"
+
+
+def terminal_columns(stream: IO[str]) -> int | None:
+    """The width lines on ``stream`` should fit: ``COLUMNS`` if set, else the terminal's; None for a pipe."""
+    setting = os.environ.get("COLUMNS", "")
+    if setting.isdigit() and int(setting) > 0:
+        return int(setting)
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns if stream.isatty() else 0
+    except (OSError, ValueError, AttributeError):
+        columns = 0
+    return columns or None  # a terminal that reports no size (0): as a pipe

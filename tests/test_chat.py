@@ -17,14 +17,17 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ink_py.chat import history_lines, load_history, message_problem, save_history
 from ink_py.core.loop import run_agent_loop
 from ink_py.core.tools.read import create_read_tool
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
+from ink_py.terminal import cells
 
-from .fake_server import FakeModelServer
+from .fake_server import FakeModelServer, Reply
 from .helpers import ROOT
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
@@ -311,3 +314,202 @@ def test_a_failed_turn_is_one_error_line_and_the_session_goes_on(workspace: Path
     assert refused in done.stderr and "Traceback" not in done.stderr
     assert "  1 user       「你好」" in done.stderr  # the next line still ran: the session went on
     assert done.returncode == 1  # piped: the last turn's exit code (commands have none)
+
+
+# ── issue 19.4 / 19.5 / 22.10: bytes that are not text, hostile --resume files, /history's width ──
+
+SURROGATE_REPLY = (  # the model's text carries JSON's "\ud800": a lone surrogate, no character at all
+    b'data: {"choices": [{"index": 0, "delta": {"content": "a\\ud800b"}}]}\n\n'
+    b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+)
+STOP = b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n'
+
+
+def run_bytes(workspace: Path, lines: bytes, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    """``ink-py chat`` fed raw bytes (not necessarily UTF-8), its output as bytes."""
+    return subprocess.run(
+        [sys.executable, "-m", "ink_py", "chat", *args],
+        cwd=workspace,
+        env=chat_env(**env),
+        input=lines,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_bytes_that_are_not_utf8_become_text_a_request_can_carry(workspace: Path, locale: str) -> None:
+    with FakeModelServer([Reply(parts=[STOP]), Reply(parts=[STOP])]) as server:
+        done = run_bytes(
+            workspace,
+            b"caf\xe9 \xff\n/save h.jsonl\n",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m",
+            "--system",
+            "syst\xe8me".encode("latin-1").decode("utf-8", "surrogateescape"),
+            LC_ALL=locale,
+        )
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 0 and "Traceback" not in err and "internal error" not in err, err
+    sent = server.requests[0].body["messages"]
+    assert sent[0] == {"role": "system", "content": "syst\ufffdme"}  # argv's byte 0xE8, replaced at the edge
+    assert sent[-1] == {"role": "user", "content": "caf\ufffd \ufffd"}  # the pipe's bytes too
+    saved = (workspace / "h.jsonl").read_text(encoding="utf-8")  # the file is UTF-8 --resume takes back
+    assert [json.loads(line)["role"] for line in saved.splitlines()] == ["user", "assistant"]
+
+
+def test_a_prompt_argument_that_is_not_utf8_is_sent_as_replacement_characters(workspace: Path) -> None:
+    with FakeModelServer([Reply(parts=[STOP])]) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "ink_py", b"caf\xe9".decode("utf-8", "surrogateescape")]
+            + ["--base-url", server.base_url, "--model", "m"],
+            cwd=workspace,
+            env=chat_env(),
+            capture_output=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0].body["messages"][-1] == {"role": "user", "content": "caf\ufffd"}
+
+
+def test_a_lone_surrogate_from_the_model_never_loses_the_conversation(workspace: Path) -> None:
+    (workspace / "h.jsonl").write_text('{"role": "user", "content": "an older session"}\n', encoding="utf-8")
+    script = [Reply(parts=[SURROGATE_REPLY]), Reply(parts=[STOP]), Reply(parts=[STOP])]
+    with FakeModelServer(script) as server:
+        done = run_bytes(
+            workspace, "你好\n再说一次\n/save h.jsonl\n".encode(), "--base-url", server.base_url, "--model", "m"
+        )
+    err = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err and "(saved " in err, err  # the session went on to /save
+    saved = [json.loads(line) for line in (workspace / "h.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert saved[0] == {"role": "user", "content": "你好"}
+    assert saved[1]["blocks"][0]["text"] in ("a\ufffdb", "a\ufffd\ufffdb")  # shown, and saved, as U+FFFD
+    assert load_history(workspace / "h.jsonl") == saved  # and --resume takes it back
+
+
+def test_under_the_c_locale_save_never_truncates_an_existing_file(workspace: Path) -> None:
+    before = '{"role": "user", "content": "keep me"}\n'
+    (workspace / "h.jsonl").write_text(before, encoding="utf-8")
+    done = run_bytes(workspace, b"\xff\n/save h.jsonl\n/save h.jsonl\n", LC_ALL="C")
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 0 and "Traceback" not in err, err
+    text = (workspace / "h.jsonl").read_text(encoding="utf-8")
+    assert text and text != before and json.loads(text.splitlines()[0]) == {"role": "user", "content": "\ufffd"}
+    assert [p.name for p in workspace.iterdir() if p.name.endswith(".tmp")] == []  # no temporary file left
+
+
+ASSISTANT = {"role": "assistant", "usage": {"inputTokens": 1, "outputTokens": 1, "cacheReadTokens": 0}}
+CALL = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "README.md"}}
+
+
+def deep(levels: int) -> object:
+    value: object = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+USAGE_AS_TEXT = {"inputTokens": "1", "outputTokens": 1, "cacheReadTokens": 0}
+RESULT = {"toolCallId": "c1", "toolName": "read", "content": "x", "isError": "no"}
+HOSTILE_RECORDS = {  # id → (the record on line 2, words of the error)
+    "no-arguments": ({**ASSISTANT, "blocks": [{k: v for k, v in CALL.items() if k != "arguments"}]}, "needs arguments"),
+    "surrogate": ({"role": "user", "content": "\ud800"}, "lone surrogate"),
+    "usage-missing": ({**ASSISTANT, "blocks": [CALL], "usage": {"inputTokens": 1}}, "needs usage with"),
+    "usage-type": ({**ASSISTANT, "blocks": [CALL], "usage": USAGE_AS_TEXT}, "(whole numbers)"),
+    "stop-reason": ({**ASSISTANT, "blocks": [CALL], "stopReason": "whenever"}, "stopReason"),
+    "thinking": ({**ASSISTANT, "blocks": [{"type": "thinking"}]}, "a thinking block needs thinking"),
+    "text": ({**ASSISTANT, "blocks": [{"type": "text", "text": 3}]}, "a text block needs text"),
+    "deep": ({**ASSISTANT, "blocks": [{**CALL, "arguments": deep(150)}]}, "nested deeper than 100"),
+    "model": ({**ASSISTANT, "blocks": [CALL], "model": 7}, "model must be a string"),
+    "is-error": ({"role": "toolResult", "results": [RESULT]}, "isError"),
+}
+
+
+@pytest.mark.parametrize("record, words", HOSTILE_RECORDS.values(), ids=HOSTILE_RECORDS.keys())
+def test_a_hostile_resume_record_is_one_line_naming_the_file_and_line(workspace, record, words) -> None:
+    good = json.dumps({"role": "user", "content": "hi"})
+    (workspace / "bad.jsonl").write_text(good + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    done = run_piped(workspace, "继续\n", "--resume", "bad.jsonl")
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: --resume bad.jsonl: line 2: ") and words in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "thinking", "toolCall", "image", 1])},
+    optional={"text": JSON_VALUES, "thinking": JSON_VALUES, "id": JSON_VALUES, "name": JSON_VALUES,
+              "arguments": JSON_VALUES, "signature": JSON_VALUES},
+)  # fmt: skip
+USAGE = st.fixed_dictionaries(
+    {}, optional={key: st.integers(-1, 5) | JSON_VALUES for key in ("inputTokens", "outputTokens", "cacheReadTokens")}
+)
+RESULT_VALUES = st.fixed_dictionaries(
+    {}, optional={key: JSON_VALUES | st.booleans() for key in ("toolCallId", "toolName", "content", "isError")}
+)
+RECORD = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "toolResult", "system"])},
+    optional={
+        "content": JSON_VALUES,
+        "blocks": st.lists(BLOCK, max_size=3) | JSON_VALUES,
+        "usage": USAGE | JSON_VALUES,
+        "stopReason": st.sampled_from(["tool_use", "end_turn", "max_tokens", None, "x"]),
+        "results": st.lists(RESULT_VALUES, max_size=2) | JSON_VALUES,
+    },
+)  # fmt: skip
+
+
+GOOD_RECORDS = [
+    {"role": "user", "content": "读取 README.md"},
+    {**ASSISTANT, "blocks": [{"type": "thinking", "thinking": "hm", "signature": "s"}, CALL], "stopReason": "tool_use"},
+    {"role": "toolResult", "results": [{**RESULT, "isError": False}]},
+    {**ASSISTANT, "blocks": [{"type": "text", "text": "ok"}], "stopReason": "end_turn", "model": "m"},
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(GOOD_RECORDS) | RECORD, min_size=1, max_size=5))
+def test_whatever_a_resume_file_holds_it_is_refused_in_one_line_or_works_to_the_end(tmp_path_factory, records) -> None:
+    """Loaded, a history can be sent in every dialect, shown by /history and counted: nothing fails later."""
+    from ink_py.arguments import UsageError
+    from ink_py.provider import anthropic_messages, openai_completions, openai_responses
+    from ink_py.runner import replies_without_usage, summed_usage
+
+    path = tmp_path_factory.mktemp("resume") / "h.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    try:
+        history = load_history(path)
+    except UsageError as refused:
+        assert str(refused).startswith(f"--resume {path}: line ") and "\n" not in str(refused)
+        return
+    request = {"model": "m", "system": "s", "messages": history, "tools": [], "maxTokens": 5}
+    for dialect in (openai_completions, anthropic_messages, openai_responses):
+        json.dumps(dialect.build_request_body(request), ensure_ascii=False).encode("utf-8")  # type: ignore[arg-type]
+    history_lines(history, 40)
+    replies_without_usage(history)
+    summed_usage(history)
+
+
+def test_history_lines_fit_the_terminal_width(workspace: Path) -> None:
+    long_question = "读取 README.md,然后告诉我项目怎样启动、怎样测试、怎样发布,每一步都要说清楚"
+    done = subprocess.run(
+        [sys.executable, "-m", "ink_py", "chat"],
+        cwd=workspace,
+        env=chat_env(COLUMNS="40"),
+        input=f"{long_question}\n/history\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = done.stderr.split("› /history\n", 1)[1].splitlines()
+    numbered = [line for line in shown if line[:3].strip().isdigit()]
+    assert len(numbered) == 4  # user, assistant (the call), toolResult, assistant (the answer)
+    assert all(sum(cells(c) for c in line) <= 40 for line in numbered), numbered
+    assert numbered[0].startswith("  1 user       「读取 README.md") and numbered[0].endswith("…")

@@ -292,7 +292,7 @@ def test_record_saves_the_bodies_byte_for_byte(workspace):
 def test_help_names_the_exit_codes_and_the_delay_setting(workspace):
     done = ink_py("--help", cwd=workspace)
     assert done.returncode == 0 and "exit codes" in done.stdout
-    assert "INK_SCRIPTED_DELAY=S" in done.stdout and "0: no pauses" in done.stdout
+    assert "INK_SCRIPTED_DELAY=S" in done.stdout and "0: none" in done.stdout
 
 
 def test_version_names_the_program_and_its_version(workspace):

@@ -214,14 +214,23 @@ def test_record_works_in_every_dialect(workspace):
     assert b"event: response.completed" in (record / "002-response.sse").read_bytes()
 
 
-@pytest.mark.parametrize("env", [{}, {"INK_API": "openai-chat"}])
-def test_an_unknown_api_is_one_error_line(workspace, env):
+CHOICES = "choose one of openai-completions, openai-responses, anthropic-messages"
+
+
+@pytest.mark.parametrize(
+    "env, words",
+    [
+        ({}, f"error: --api openai-chat: {CHOICES}"),
+        (  # issue 22.1: a setting from the environment is named, with the way back
+            {"INK_API": "openai-chat"},
+            f"error: INK_API=openai-chat (from the environment): {CHOICES}, or `unset INK_API` for openai-completions",
+        ),
+    ],
+)
+def test_an_unknown_api_is_one_error_line(workspace, env, words):
     done = ink_py(*([] if env else ["--api", "openai-chat"]), cwd=workspace, env_extra=env)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip() == (
-        "error: --api openai-chat: choose one of openai-completions, openai-responses, anthropic-messages "
-        "(or fix INK_API)"
-    )
+    assert done.stderr.strip() == words
 
 
 def test_ink_py_serve_relays_a_messages_endpoint(workspace):

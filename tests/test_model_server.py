@@ -11,6 +11,7 @@ tests/test_dialect_model.py's.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import signal
 import socket
@@ -32,7 +33,7 @@ from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted import chat_wire, wire
 from ink_py.scripted import server as model_server
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
-from ink_py.scripted.server import DEFAULT_DELAY, REPLY_SECONDS, ModelServer, pace, start_model_server
+from ink_py.scripted.server import DEFAULT_DELAY, PAUSES_PER_REPLY, ModelServer, pace, start_model_server
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
 from .helpers import ARTICLE_FOLDER, ROOT, cli_env
@@ -150,7 +151,14 @@ ROLES = st.sampled_from(["user", "assistant", "tool", "system", 3])
 MESSAGE = st.fixed_dictionaries({"role": ROLES}, optional={"content": JSON, "tool_calls": JSON, "tool_call_id": JSON})
 
 
-BODY_FIELDS = {"messages": st.lists(MESSAGE, max_size=4) | JSON, "tools": JSON, "stream": st.booleans()}
+TOOL_CHOICE = st.sampled_from(["auto", "none", "required", {"type": "function", "function": {"name": "read"}}]) | JSON
+BODY_FIELDS = {
+    "messages": st.lists(MESSAGE, max_size=4) | JSON,
+    "tools": JSON,
+    "stream": st.booleans(),
+    "tool_choice": TOOL_CHOICE,
+    "max_tokens": st.integers(min_value=-2, max_value=60) | JSON,
+}
 
 
 @given(st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}))
@@ -287,16 +295,21 @@ def test_the_default_runs_pauses_add_up_to_a_few_seconds_however_long_the_readme
     total = 0.0
     for body in (turn_1, turn_2):
         reply = chat_wire.build_reply(body, "readme", created=0)
-        pause = pace(reply, DEFAULT_DELAY, REPLY_SECONDS)
+        pause = pace(reply, DEFAULT_DELAY)
         assert pause > 0  # it still streams: every write is its own moment on the screen
         total += pause * (len(reply["writes"]) - 1)
     assert len(chat_wire.build_reply(turn_2, "readme", 0)["writes"]) > 300  # many writes: the cap keeps it short
-    assert total <= 2 * REPLY_SECONDS
+    assert total <= 2 * PAUSES_PER_REPLY * DEFAULT_DELAY  # 1.5 s a reply
 
 
-def test_a_set_delay_is_kept_exactly() -> None:
-    reply = {"status": 200, "content_type": "text/event-stream", "writes": [b"x"] * 5000, "pause": None, "hold": False}
-    assert pace(reply, 0.05, None) == 0.05  # INK_SCRIPTED_DELAY given: no cap
+@pytest.mark.parametrize("delay", [0.0, 0.005, DEFAULT_DELAY, 0.1])
+def test_one_pacing_rule_for_any_delay(delay: float) -> None:
+    """A short reply pauses ``delay`` between writes; a long one's pauses shrink to add up to
+    PAUSES_PER_REPLY delays — the same rule in ink-py, chat, serve and serve-model."""
+    short = {"status": 200, "content_type": "text/event-stream", "writes": [b"x"] * 10, "pause": None, "hold": False}
+    long = {**short, "writes": [b"x"] * 5000}
+    assert pace(short, delay) == delay
+    assert pace(long, delay) * 4999 == pytest.approx(PAUSES_PER_REPLY * delay)
 
 
 # ── other routes and replies ────────────────────────────────────────────────────────────
@@ -430,3 +443,92 @@ def test_serve_model_reports_a_busy_port_and_an_unknown_scenario(capsys: pytest.
         err = capsys.readouterr().err
         assert exit_info.value.code == 1 and err.startswith("error: ") and err.count("\n") == 1
         assert all(word in err for word in words) and "Traceback" not in err
+
+
+# ── issue 22: one pacing, three dialects said, a busy port's way out; issue 19.6: a bounded window ──
+
+
+def serve_model(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ink_py", "serve-model", *args],
+        env=cli_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_serve_model_help_names_all_three_dialects_and_the_pacing() -> None:
+    done = serve_model("--help")
+    text = " ".join(done.stdout.split())
+    assert done.returncode == 0
+    assert "/v1/chat/completions" in text and "/v1/responses" in text and "/v1/messages" in text
+    assert "Anthropic Messages" in text and "Chat Completions endpoint." not in text
+    assert "INK_SCRIPTED_DELAY" in text and "75" in text  # the one pacing rule, the same as ink-py's
+
+
+def test_serve_model_reads_the_same_delay_setting_as_ink_py() -> None:
+    done = serve_model("--port", "0", INK_SCRIPTED_DELAY="fast")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "error: INK_SCRIPTED_DELAY=fast: not a number of seconds\n"
+
+
+@pytest.mark.parametrize("command", [["serve-model"], ["serve"]])
+def test_a_port_in_use_suggests_port_0(command: list[str], tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "ink_py", *command, "--port", str(port)],
+            cwd=tmp_path,
+            env=cli_env(INK_SCRIPTED_DELAY="0"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use — another program has that port; "
+        "--port 0 picks a free one"
+    )
+
+
+def test_the_server_keeps_only_a_window_of_request_bodies(serve: Callable[..., ModelServer]) -> None:
+    server = serve()
+    for number in range(model_server.REQUESTS_KEPT + 12):
+        body = {"stream": False, "messages": [{"role": "user", "content": f"request {number}"}]}
+        assert requests.post(server.base_url + "/chat/completions", json=body, timeout=10).status_code == 200
+    kept = [body["messages"][0]["content"] for body in server.requests]
+    assert kept == [f"request {n}" for n in range(12, model_server.REQUESTS_KEPT + 12)]  # the latest, in order
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc (Linux)")
+def test_serve_model_memory_stays_bounded_under_large_requests() -> None:
+    """Issue 19.6's measurement, smaller: 7 MB bodies; after the window fills, memory stops growing."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ink_py", "serve-model", "--port", "0", "--delay", "0"],
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        text = "读取 README.md " + "word " * (7 * 2**20 // 5)
+        body = json.dumps({"stream": False, "messages": [{"role": "user", "content": text}]}).encode()
+        session = requests.Session()
+
+        def post(times: int) -> int:
+            for _ in range(times):
+                reply = session.post(url + "/chat/completions", data=body, timeout=60)
+                assert reply.status_code == 200
+            status = Path(f"/proc/{process.pid}/status").read_text()
+            return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) // 1024  # type: ignore[union-attr]
+
+        filled = post(model_server.REQUESTS_KEPT + 2)
+        later = post(10)  # before the window: +10 bodies (≈ 140 MB) kept for ever
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert later - filled < 60, f"{filled} MB → {later} MB after 10 more requests of 7 MB"

@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 
 import requests
 
+from ..arguments import LONE_SURROGATES, encodable_text
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AssistantBlock, AssistantMessage, StopReason, ToolCallBlock, Usage
-from ..terminal import SURROGATE, well_formed
 from . import shared
 from .errors import display_url, server_message
 from .redaction import map_strings, redact, redact_reads, redacted_events
@@ -109,7 +109,7 @@ class HttpProvider:
 
     def said(self, err: ProviderError) -> ProviderError:
         """Beyond §2: an error's message, like every text, without the key and encodable."""
-        return ProviderError(well_formed(redact(str(err), self._api_key)))
+        return ProviderError(encodable_text(redact(str(err), self._api_key)))
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""
@@ -179,8 +179,8 @@ def bounded_reply(events: Iterable[LLMEvent]) -> Iterator[LLMEvent]:
                 f"the reply grew past {limit // (1024 * 1024)} MiB of text, reasoning and tool arguments "
                 "(MAX_REPLY_BYTES); the rest was not read"
             )
-        plain = text.isascii() or not SURROGATE.search(text)
-        yield event if plain else map_strings(event, well_formed)  # the usual event is plain: untouched
+        plain = text.isascii() or not LONE_SURROGATES.search(text)
+        yield event if plain else map_strings(event, encodable_text)  # the usual event is plain: untouched
 
 
 def utf8_size(text: str) -> int:

@@ -27,9 +27,9 @@ from typing import Any
 
 import requests
 
+from ..arguments import encodable_text
 from ..atomic import write_text_atomically
 from ..core.abort import AbortSignal
-from ..terminal import well_formed
 from .base import HttpProvider
 
 
@@ -87,7 +87,7 @@ def request_path(prefix: Path) -> Path:
 
 def record_request(prefix: Path, body: dict[str, Any]) -> None:
     """The body sent, whole or not at all (atomic.py): a failure leaves the claimed name empty."""
-    write_text_atomically(request_path(prefix), well_formed(json.dumps(body, ensure_ascii=False, indent=2)) + "\n")
+    write_text_atomically(request_path(prefix), encodable_text(json.dumps(body, ensure_ascii=False, indent=2)) + "\n")
 
 
 def tee_body(reads: Iterable[bytes], prefix: Path) -> Iterator[bytes]:

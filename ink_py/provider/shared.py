@@ -233,28 +233,28 @@ def guarded(body: Iterable[bytes]) -> Iterator[bytes]:
     unfinished: list[bytes] = []  # what was handed on since the last blank line: an event not yet whole
     size = 0  # its bytes
     for data in itertools.chain([head.removeprefix(BOM)], reads):
-        if after_cr and data.startswith(b"\n"):
-            data = data[1:]  # the LF of a CRLF whose CR ended the previous read
-            after_cr = False
+        if after_cr or b"\r" in data:  # CRLF and a lone CR end a line too
+            if after_cr and data.startswith(b"\n"):
+                data, after_cr = data[1:], False  # the LF of a CRLF whose CR ended the previous read
+            if data:
+                after_cr = data.endswith(b"\r")
+                data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not data:
             continue
-        after_cr = data.endswith(b"\r")
-        if b"\r" in data:  # CRLF and a lone CR end a line too
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         end = data.rfind(b"\n\n")
         if end != -1:
             unfinished, size = [data[end + 2 :]], len(data) - end - 2
-        elif after_lf and data.startswith(b"\n"):
-            unfinished, size = [data[1:]], len(data) - 1  # the blank line straddles two reads
+        elif after_lf and data[0] == 10:  # b"\n": the blank line straddles two reads
+            unfinished, size = [data[1:]], len(data) - 1
         else:
             unfinished.append(data)
             size += len(data)
-        if size > limit:
-            raise ProviderError(
-                f"the server sent an event of more than {limit // (1024 * 1024)} MiB "
-                "without ending it (no blank line); the reply was abandoned"
-            )
-        after_lf = data.endswith(b"\n")
+            if size > limit:
+                raise ProviderError(
+                    f"the server sent an event of more than {limit // (1024 * 1024)} MiB "
+                    "without ending it (no blank line); the reply was abandoned"
+                )
+        after_lf = data[-1] == 10  # ends with b"\n"
         yield data
     yield from ended(b"".join(unfinished))
 

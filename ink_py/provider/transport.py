@@ -31,8 +31,8 @@ from typing import Any
 import requests
 import urllib3
 
+from ..arguments import encodable_text
 from ..core.abort import NEVER_ABORTED, AbortSignal, start_thread
-from ..terminal import well_formed
 from .errors import api_error, display_url, key_problem
 from .redaction import redact
 from .types import ProviderError
@@ -155,7 +155,7 @@ def request_bytes(body: Mapping[str, Any]) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return well_formed(text).encode("utf-8")
+        return encodable_text(text).encode("utf-8")
 
 
 # The reasons OpenSSL gives when an https:// request meets a server speaking plain HTTP.

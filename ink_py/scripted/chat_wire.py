@@ -5,7 +5,8 @@
 call whose arguments arrive in six-character fragments, and a finish chunk — each a CRLF
 ``data:`` frame, then ``data: [DONE]``, the body cut awkwardly (``wire``). With
 ``"stream": false`` it is one ``chat.completion`` object; ``stream_options.include_usage``
-adds OpenAI's usage chunk. The article's scenarios replay ``fixtures/article/`` instead::
+adds OpenAI's usage chunk; ``tool_choice`` and ``max_tokens`` are honoured (``controls``).
+The article's scenarios replay ``fixtures/article/`` instead::
 
     >>> reply = build_reply({"messages": [{"role": "user", "content": "hi"}], "stream": True}, "readme", created=0)
     >>> reply["status"], reply["content_type"], b"".join(reply["writes"]).endswith(b"data: [DONE]\\r\\n\\r\\n")
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .controls import obey, request_problem
 from .script import Answer, digest, plan_answer
 from .wire import (
     ARGUMENT_PIECE,
@@ -38,7 +40,10 @@ def build_reply(body: Any, scenario: str, created: int) -> Reply:
     """Everything the server sends for one ``POST /chat/completions`` body."""
     if not isinstance(body, dict):
         return error_reply(400, "The request body must be a JSON object.")
-    answer = plan_answer(body, scenario)
+    problem = request_problem(body)
+    if problem:
+        return error_reply(400, problem)
+    answer = obey(plan_answer(body, scenario), body)  # tool_choice and max_tokens, as a real server
     stream = body.get("stream") is True
     if answer["fixture"] is not None:
         return replay_fixture(answer, scenario, stream)
@@ -65,7 +70,7 @@ def stream_chunks(answer: Answer, *, model: str, completion_id: str, created: in
     """The ``chat.completion.chunk`` objects of an answer: role, text, tool call, finish.
 
     >>> call = {"id": "call_1", "name": "read", "arguments": '{"path": "a.md"}'}
-    >>> answer = {"text": "", "tool_call": call, "fixture": None, "hold": False, "slow": False}
+    >>> answer = {"text": "", "tool_call": call, "fixture": None, "hold": False, "slow": False, "cut": False}
     >>> [c["choices"][0]["delta"] for c in stream_chunks(answer, model="m", completion_id="c", created=0)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [{'role': 'assistant', 'content': ''},
@@ -89,8 +94,13 @@ def stream_chunks(answer: Answer, *, model: str, completion_id: str, created: in
         chunks.append(chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function", "function": function}]}))
         for fragment in pieces(call["arguments"], ARGUMENT_PIECE):
             chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}))
-    chunks.append(chunk({}, "tool_calls" if call is not None else "stop"))
+    chunks.append(chunk({}, finish_reason(answer)))
     return chunks
+
+
+def finish_reason(answer: Answer) -> str:
+    """``length`` when cut at the request's limit, else ``tool_calls`` or ``stop``."""
+    return "length" if answer["cut"] else "tool_calls" if answer["tool_call"] is not None else "stop"
 
 
 def completion(
@@ -102,7 +112,7 @@ def completion(
     if call is not None:
         function = {"name": call["name"], "arguments": call["arguments"]}
         message["tool_calls"] = [{"id": call["id"], "type": "function", "function": function}]
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "tool_calls" if call else "stop"}
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason(answer)}
     head = {"id": completion_id, "object": "chat.completion", "created": created, "model": model}
     return {**head, "choices": [choice], "usage": usage}
 

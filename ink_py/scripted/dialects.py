@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .controls import obey, request_problem
 from .script import Answer, digest, message_text, plan_answer
 from .wire import (
     ARGUMENT_PIECE,
@@ -47,7 +48,10 @@ def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) ->
     if not isinstance(body, dict):
         return error_reply(400, "The request body must be a JSON object.", dialect)
     chat = as_chat_request(body, dialect)
-    answer = plan_answer(chat, scenario)
+    problem = request_problem(chat)
+    if problem:
+        return error_reply(400, problem, dialect)
+    answer = obey(plan_answer(chat, scenario), chat)  # tool_choice and the output limit, as a real server
     stream = body.get("stream") is True
     if answer["fixture"] is not None:
         return replay_fixture(answer, scenario, stream, FIXTURE_FOLDER[dialect])
@@ -70,7 +74,8 @@ def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) ->
 
 
 def as_chat_request(body: dict[str, Any], dialect: str) -> dict[str, Any]:
-    """``{"messages", "tools"}`` as plan_answer reads them, from either dialect's request."""
+    """``{"messages", "tools", "tool_choice", "max_tokens"}`` as plan_answer and controls read them,
+    from either dialect's request."""
     if dialect == MESSAGES:
         messages = from_messages(body.get("messages"))
     else:
@@ -81,7 +86,27 @@ def as_chat_request(body: dict[str, Any], dialect: str) -> dict[str, Any]:
     tools = body.get("tools")  # both dialects name a tool at its top level: wrap it as Chat does
     if isinstance(tools, list):
         tools = [{"type": "function", "function": t} for t in tools]
-    return {"messages": messages, "tools": tools}
+    chat = {"messages": messages, "tools": tools}
+    if "tool_choice" in body:
+        chat["tool_choice"] = chat_tool_choice(body["tool_choice"], dialect)
+    limit = body.get("max_tokens" if dialect == MESSAGES else "max_output_tokens")
+    if limit is not None:
+        chat["max_tokens"] = limit
+    return chat
+
+
+def chat_tool_choice(choice: Any, dialect: str) -> Any:
+    """A Messages or Responses ``tool_choice`` in Chat Completions' words (anything else as it came).
+
+    >>> chat_tool_choice({"type": "any"}, MESSAGES), chat_tool_choice({"type": "function", "name": "read"}, RESPONSES)
+    ('required', {'type': 'function', 'function': {'name': 'read'}})
+    """
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if dialect == MESSAGES and kind in ("auto", "any", "none"):
+        return "required" if kind == "any" else kind
+    if (dialect, kind) in ((MESSAGES, "tool"), (RESPONSES, "function")):
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    return choice
 
 
 def from_messages(messages: Any) -> list[dict[str, Any]]:
@@ -199,7 +224,7 @@ def messages_events(answer: Answer, *, model: str, reply_id: str, usage: dict[st
             {"type": "tool_use", "id": tool_id, "name": call["name"], "input": {}},
             [{"type": "input_json_delta", "partial_json": f} for f in fragments],
         )
-    stop_reason = "tool_use" if call is not None else "end_turn"
+    stop_reason = "max_tokens" if answer["cut"] else "tool_use" if call is not None else "end_turn"
     events.append(
         (
             "message_delta",
@@ -226,7 +251,10 @@ def final_message(events: list[Event]) -> dict[str, Any]:
             content[-1]["partial"] = content[-1].get("partial", "") + data["delta"]["partial_json"]
     for block in content:
         if "partial" in block:
-            block["input"] = json.loads(block.pop("partial"))
+            try:
+                block["input"] = json.loads(block.pop("partial"))
+            except ValueError:
+                block["input"] = {}  # arguments cut at the output limit: no input to show
     delta = next(data for name, data in events if name == "message_delta")
     usage = {**events[0][1]["message"]["usage"], **delta["usage"]}
     return {"content": content, "stop_reason": delta["delta"]["stop_reason"], "usage": usage}
@@ -236,7 +264,8 @@ def final_message(events: list[Event]) -> dict[str, Any]:
 
 
 def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[str, int], created: int) -> list[Event]:
-    """response.created … output items (a message, a function_call) … response.completed."""
+    """response.created … output items (a message, a function_call) … response.completed
+    (``response.incomplete``, reason max_output_tokens, when cut at the request's limit)."""
     call = answer["tool_call"]
     events: list[Event] = []
     done_items: list[dict[str, Any]] = []
@@ -253,7 +282,7 @@ def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[s
             "tool_choice": "auto",
             "tools": [],
             "error": None,
-            "incomplete_details": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
             "instructions": None,
             "metadata": {},
             "text": {"format": {"type": "text"}},
@@ -303,5 +332,8 @@ def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[s
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
     }
-    add("response.completed", response=response("completed", done_items, report))
+    if answer["cut"] and done_items:
+        done_items[-1]["status"] = "incomplete"  # the item the limit cut
+    status = "incomplete" if answer["cut"] else "completed"
+    add(f"response.{status}", response=response(status, done_items, report))
     return events

@@ -74,6 +74,7 @@ class Answer(TypedDict):
     fixture: str | None
     hold: bool  # after the reply, keep the connection open and silent (the abort scenario)
     slow: bool
+    cut: bool  # cut at the request's output limit (controls.obey): the reply ends as a real one does there
 
 
 def scenario_names() -> list[str]:
@@ -92,47 +93,49 @@ def plan_answer(body: dict[str, Any], scenario: str = DEFAULT_SCENARIO) -> Answe
     """Decide the reply from the request's messages alone (turn 1, a retry, or a summary)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        return _text(help_text("请求里没有可读的 messages 列表。"))
+        return text_answer(help_text("请求里没有可读的 messages 列表。"))
     path = requested_file(messages)
     results = latest_tool_results(messages)
-    call_id = "call_" + digest(messages)[24:48]  # stateless, yet new for every new conversation state
+    call_id = new_call_id(messages)
 
     if results:  # a later turn: the loop ran our tool calls
         if any(RETRY_PHRASE in message_text(r.get("content")) for r in results):
             if not has_read_tool(body):
-                return _text(help_text("请求声明了工具,但其中没有 read。"))
-            return _read_call(f"刚才的调用没能执行,我重新读取 {path}。", path, call_id)
+                return text_answer(help_text("请求声明了工具,但其中没有 read。"))
+            return read_call(f"刚才的调用没能执行,我重新读取 {path}。", path, call_id)
         cut = cut_answer(messages)
         prefix = f"(接上文「…{cut[-12:]}」)\n\n" if cut else ""  # this read finishes a cut answer
-        return _text(prefix + summarise_results(messages, results))
+        return text_answer(prefix + summarise_results(messages, results))
     if messages[-1].get("role") != "user":
-        return _text(help_text("最后一条消息既不是用户的提问,也不是工具结果。"))
+        return text_answer(help_text("最后一条消息既不是用户的提问,也不是工具结果。"))
     if any(m.get("role") == "assistant" for m in messages):  # a conversation: answer from its history
         follow_up = answer_follow_up(messages)
         if follow_up is not None:
-            return _text(follow_up)
+            return text_answer(follow_up)
         cut = cut_answer(messages)
         if cut and has_read_tool(body):
-            return _read_call(
+            return read_call(
                 f"接着上一条被截断的回答(它停在「…{cut[-12:]}」)。先读一下 {path},把命令说准。", path, call_id
             )
     elif scenario in SCENARIOS and scenario != DEFAULT_SCENARIO:  # a scenario is the first reply only
         fixture = SCENARIOS[scenario]["fixture"]
-        return {"text": "", "tool_call": None, "fixture": fixture, "hold": scenario == "abort", "slow": False}
+        return {**text_answer(""), "fixture": fixture, "hold": scenario == "abort"}
     elif scenario == SLOW_SCENARIO:
-        return {**_text(SLOW_TEXT), "slow": True}
+        return {**text_answer(SLOW_TEXT), "slow": True}
     if not has_read_tool(body):
-        return _text(help_text("请求声明了工具,但其中没有 read。"))
-    return _read_call(f"我先读一下 {path}。", path, call_id)
+        return text_answer(help_text("请求声明了工具,但其中没有 read。"))
+    return read_call(f"我先读一下 {path}。", path, call_id)
 
 
-def _text(text: str) -> Answer:
-    return {"text": text, "tool_call": None, "fixture": None, "hold": False, "slow": False}
+def text_answer(text: str) -> Answer:
+    """An answer that is only ``text``."""
+    return {"text": text, "tool_call": None, "fixture": None, "hold": False, "slow": False, "cut": False}
 
 
-def _read_call(text: str, path: str, call_id: str) -> Answer:
+def read_call(text: str, path: str, call_id: str) -> Answer:
+    """``text``, then a ``read`` call for ``path``."""
     arguments = json.dumps({"path": path}, ensure_ascii=False)
-    return {**_text(text), "tool_call": {"id": call_id, "name": "read", "arguments": arguments}}
+    return {**text_answer(text), "tool_call": {"id": call_id, "name": "read", "arguments": arguments}}
 
 
 def help_text(reason: str) -> str:
@@ -364,6 +367,11 @@ def _blocks(lines: list[str]) -> Iterator[tuple[str, str | None]]:
 
 
 # ── ids: stateless, yet new for every new conversation state ────────────────────────────
+
+
+def new_call_id(messages: list[dict[str, Any]]) -> str:
+    """A tool call's id: stateless, yet new for every new conversation state."""
+    return "call_" + digest(messages)[24:48]
 
 
 def digest(value: Any) -> str:

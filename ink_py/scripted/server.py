@@ -14,11 +14,12 @@ Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/m
 (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), ``GET /v1/models``.
 What to answer is decided in ``script``, how it is written and cut in ``chat_wire``,
 ``dialects`` and ``wire`` (pure logic); this module only reads requests and writes the
-replies' pieces with ``delay`` seconds between them. Worked example — nothing here opens
-a socket until you ask::
+replies' pieces with ``delay`` seconds between them (``pace``: one rule wherever it answers).
+It keeps the last ``REQUESTS_KEPT`` request bodies (``ModelServer.requests``), never more.
+Worked example — nothing here opens a socket until you ask::
 
-    >>> vars(parse_args(["--scenario", "slow"]))   # the command's settings, defaults filled in
-    {'host': '127.0.0.1', 'port': 0, 'scenario': 'slow', 'delay': 0.02}
+    >>> vars(parse_args(["--scenario", "slow"]))   # the command's settings (delay None: INK_SCRIPTED_DELAY's)
+    {'host': '127.0.0.1', 'port': 0, 'scenario': 'slow', 'delay': None}
 
 and, in a program (or a test)::
 
@@ -30,15 +31,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import select
 import socket
 import sys
 import threading
 import time
+from collections import deque
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from ..arguments import CliParser, non_negative_float, port_number
+from ..arguments import CliParser, UsageError, cannot_listen, non_negative_float, port_number
 from ..bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
 from ..core.abort import start_thread
 from .chat_wire import build_reply
@@ -46,8 +49,15 @@ from .dialects import build_dialect_reply
 from .script import DEFAULT_SCENARIO, MODEL_ID, scenario_names
 from .wire import MESSAGES, RESPONSES, SSE_TYPE, Reply, error_body, error_reply, json_reply
 
-DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arrive
-REPLY_SECONDS = 1.5  # ... but a long reply's pauses add up to at most this (None: no cap)
+DEFAULT_DELAY = 0.02  # seconds between writes: enough to watch the stream arrive ...
+PAUSES_PER_REPLY = 75  # ... but a longer reply's pauses shrink to add up to 75 delays (1.5 s at 0.02)
+DELAY_VARIABLE = "INK_SCRIPTED_DELAY"  # the delay for every built-in model (serve-model: --delay too)
+REQUESTS_KEPT = 8  # request bodies remembered (ModelServer.requests): at most 8 × MAX_BODY_BYTES
+PACING = (
+    f"the built-in model pauses {DELAY_VARIABLE} seconds between writes (default {DEFAULT_DELAY}, 0: none); "
+    f"a longer reply's pauses shrink to add up to {PAUSES_PER_REPLY} of them ({PAUSES_PER_REPLY * DEFAULT_DELAY:g} s "
+    "at the default)"
+)
 HOLD_COMMENT_SECONDS = 10.0  # the abort scenario's silence: an SSE comment this often, so no read times out
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 DIALECT_PATHS = {  # the same script in the two other dialects (scripted/dialects.py)
@@ -57,14 +67,14 @@ MODELS_PATHS = ("/v1/models", "/models")
 
 
 class ModelServer:
-    """A running scripted model: ``base_url``, the ``requests`` it received, ``close()``."""
+    """A running scripted model: ``base_url``, the last ``REQUESTS_KEPT`` ``requests`` it received, ``close()``."""
 
     def __init__(self, httpd: _Server, thread: threading.Thread) -> None:
         self._httpd = httpd
         self._thread = thread
         host, port = httpd.host_and_port
         self.base_url = f"http://{host}:{port}/v1"
-        self.requests: list[Any] = httpd.received  # request bodies, in arrival order
+        self.requests: deque[Any] = httpd.received  # the latest request bodies, in arrival order
 
     def close(self) -> None:
         """Stop serving and drop open connections (a held or streaming reply ends at once)."""
@@ -92,15 +102,13 @@ def start_model_server(
     port: int = 0,
     scenario: str = DEFAULT_SCENARIO,
     delay: float = DEFAULT_DELAY,
-    reply_seconds: float | None = None,
 ) -> ModelServer:
     """Serve on a daemon thread and return at once. Raises ValueError for an unknown scenario,
-    OSError when the port cannot be bound. ``delay``: seconds between writes; ``reply_seconds``:
-    if set, a longer reply's pauses shrink so that they add up to this."""
+    OSError when the port cannot be bound. ``delay``: seconds between writes (``pace``)."""
     if scenario not in scenario_names():
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(scenario_names())}")
     httpd = _Server((host, port), _Handler)
-    httpd.scenario, httpd.delay, httpd.reply_seconds = scenario, delay, reply_seconds
+    httpd.scenario, httpd.delay = scenario, delay
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="ink-scripted-model", daemon=True)
     start_thread(thread)  # Ctrl-C must reach the main thread, never this one
     return ModelServer(httpd, thread)
@@ -114,8 +122,7 @@ class _Server(BoundedServer):
         super().__init__(address, handler)
         self.scenario = DEFAULT_SCENARIO
         self.delay = DEFAULT_DELAY
-        self.reply_seconds: float | None = None
-        self.received: list[Any] = []
+        self.received: deque[Any] = deque(maxlen=REQUESTS_KEPT)  # beyond a window, memory would grow for ever
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
 
@@ -202,7 +209,7 @@ class _Handler(BoundedHandler):
         if not streaming:
             self.wfile.write(b"".join(reply["writes"]))
             return
-        pause = pace(reply, self.server.delay, self.server.reply_seconds)
+        pause = pace(reply, self.server.delay)
         try:
             for number, piece in enumerate(reply["writes"]):
                 if number and pause > 0 and self.server.stopping.wait(pause):
@@ -240,18 +247,36 @@ class _Handler(BoundedHandler):
         return not self.server.stopping.is_set()
 
 
-def pace(reply: Reply, delay: float, reply_seconds: float | None) -> float:
-    """Seconds between this reply's writes: its own pause, or ``delay`` capped by ``reply_seconds``.
+def pace(reply: Reply, delay: float) -> float:
+    """Seconds between this reply's writes: ``delay``, shrunk so that they add up to at most
+    ``PAUSES_PER_REPLY`` delays — the one pacing of the built-in model, wherever it answers.
 
-    >>> reply = {"status": 200, "content_type": SSE_TYPE, "writes": [b"x"] * 1001, "pause": None, "hold": False}
-    >>> pace(reply, 0.02, None), pace(reply, 0.02, 1.5), pace({**reply, "writes": [b"x"] * 10}, 0.02, 1.5)
-    (0.02, 0.0015, 0.02)
+    >>> reply = {"status": 200, "content_type": SSE_TYPE, "writes": [b"x"] * 751, "pause": None, "hold": False}
+    >>> pace(reply, 0.02), pace({**reply, "writes": [b"x"] * 10}, 0.02), pace(reply, 0.2)
+    (0.002, 0.02, 0.02)
     """
     if reply["pause"] is not None:
         return reply["pause"]  # the slow scenario keeps its own pace
-    if reply_seconds is None or len(reply["writes"]) < 2:
-        return delay
-    return min(delay, reply_seconds / (len(reply["writes"]) - 1))
+    gaps = len(reply["writes"]) - 1
+    return delay if gaps <= PAUSES_PER_REPLY else delay * PAUSES_PER_REPLY / gaps
+
+
+def delay_setting() -> float:
+    """``INK_SCRIPTED_DELAY`` in seconds, or the default; UsageError naming the variable.
+
+    >>> delay_setting() if DELAY_VARIABLE not in os.environ else DEFAULT_DELAY
+    0.02
+    """
+    setting = os.environ.get(DELAY_VARIABLE)
+    if setting is None:
+        return DEFAULT_DELAY
+    try:
+        delay = float(setting)
+    except ValueError:
+        raise UsageError(f"{DELAY_VARIABLE}={setting}: not a number of seconds") from None
+    if not delay >= 0:  # also refuses nan
+        raise UsageError(f"{DELAY_VARIABLE}={setting}: must be 0 seconds or more")
+    return delay
 
 
 def _model_entry(model_id: str) -> dict[str, Any]:
@@ -264,13 +289,18 @@ def _model_entry(model_id: str) -> dict[str, Any]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = CliParser(
         prog="ink-py serve-model",
-        description="Serve ink_py's scripted model as an OpenAI-compatible Chat Completions endpoint.",
+        description="Serve ink_py's scripted model over HTTP in all three dialects: Chat Completions "
+        "(POST /v1/chat/completions), Responses (POST /v1/responses) and Anthropic Messages (POST /v1/messages).",
+        epilog=f"pacing: {PACING}.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=port_number, default=0, help="port to listen on (default 0: any free port)")
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO, choices=scenario_names(), help="what it answers")
     parser.add_argument(
-        "--delay", type=non_negative_float, default=DEFAULT_DELAY, help="seconds between writes (default 0.02)"
+        "--delay",
+        type=non_negative_float,
+        default=None,
+        help=f"seconds between writes (default: {DELAY_VARIABLE}, else {DEFAULT_DELAY}; 0: none)",
     )
     return parser.parse_args(argv)
 
@@ -279,9 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     """``ink-py serve-model``: print the base URL first, serve until Ctrl-C, exit 0."""
     args = parse_args(argv)
     try:
-        server = start_model_server(args.host, args.port, args.scenario, args.delay)
+        delay = delay_setting() if args.delay is None else args.delay
+        server = start_model_server(args.host, args.port, args.scenario, delay)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
-        print(f"error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
+        print(f"error: {cannot_listen(args.host, args.port, err)}", file=sys.stderr)
         return 1
     try:
         print(server.base_url, flush=True)  # the first line: scripts read the URL from here

@@ -39,12 +39,20 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..arguments import CliParser, UsageError, port_number, positive_int
+from ..arguments import CliParser, UsageError, cannot_listen, encodable_text, port_number, positive_int
 from ..bounded_server import BoundedHandler, BoundedServer
-from ..cli import DEFAULT_SYSTEM, add_endpoint_arguments, create_provider, resolve_endpoint
+from ..cli import (
+    DEFAULT_SYSTEM,
+    add_endpoint_arguments,
+    check_tool_choice,
+    create_provider,
+    endpoint_notes,
+    resolve_endpoint,
+)
 from ..core.abort import AbortController, start_thread
 from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from ..core.messages import AgentMessage
+from ..runner import with_tool_choice
 from ..terminal import terminal_safe
 from .guards import BadRequest, foreign_request, is_loopback, page_headers, question_from, session_from
 from .sessions import Conversations
@@ -266,6 +274,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, help="stop a run after this many replies"
     )
+    parser.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS, help="output limit per reply")
+    parser.add_argument(
+        "--tool-choice",
+        type=encodable_text,
+        default="auto",
+        metavar="auto|required|none|NAME",
+        help="what the model is told about calling tools, as in ink-py (NAME: forced on a run's first turn only)",
+    )
+    parser.add_argument(
+        "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"
+    )
     return parser.parse_args(argv)
 
 
@@ -280,22 +299,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
+    check_tool_choice(args.tool_choice, ["read"])  # the relay's one tool
     base_url, model, api_key, model_server = resolve_endpoint(args)  # the same rules as ink-py
     try:
         try:
             relay = make_relay_server(
-                provider_factory=lambda: create_provider(args.api, base_url, api_key),
+                provider_factory=lambda: with_tool_choice(
+                    create_provider(args.api, base_url, api_key), args.tool_choice
+                ),
                 model=model,
                 workspace=args.workspace,
                 host=args.host,
                 port=args.port,
                 max_turns=args.max_turns,
+                max_tokens=args.max_tokens,
+                max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
             )
         except OSError as err:
-            raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+            raise UsageError(cannot_listen(args.host, args.port, err)) from None
         print(relay.url, flush=True)  # the first line: scripts read the URL from here
-        if model_server is not None:
-            note = f"(no --base-url: a built-in scripted model at {model_server.base_url} is answering)"
+        for note in endpoint_notes(args, base_url, model_server):  # as ink-py: the environment's settings named
             print(note, file=sys.stderr)
         if not is_loopback(args.host):
             print(f"warning: --host {args.host} lets other machines run the agent on {args.workspace}", file=sys.stderr)
