@@ -31,7 +31,7 @@ COMMANDS = {
 }
 
 
-_LONE_SURROGATES = re.compile("[\ud800-\udfff]")
+LONE_SURROGATES = re.compile("[\ud800-\udfff]")  # what UTF-8 cannot encode
 
 
 class UsageError(Exception):
@@ -52,7 +52,7 @@ def encodable_text(text: str) -> str:
     surrogates (``\\udce9`` for the byte 0xE9); sent on, they would fail when the request is
     encoded, turns later. Beyond Ink: replaced once, at the edge where the text came in.
     """
-    return _LONE_SURROGATES.sub("\ufffd", text)
+    return LONE_SURROGATES.sub("\ufffd", text)
 
 
 def positive_int(text: str) -> int:

@@ -4,6 +4,7 @@ Whatever ink_py writes for someone (a saved chat session, a recording, a report,
 progress file) goes through here, so a failure half-way (a full disk, an unencodable
 character, Ctrl-C) leaves the file that was there untouched: the new content appears whole,
 or not at all. ``os.replace`` is atomic on POSIX and on Windows for a file in the same folder.
+A file written as a run goes (``--trace``) is ``ReplacedWhenClosed``: beside, renamed at the end.
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
@@ -13,6 +14,7 @@ or not at all. ``os.replace`` is atomic on POSIX and on Windows for a file in th
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -54,3 +56,62 @@ def current_umask() -> int:
 
 
 UMASK = current_umask()  # read once, at import: os.umask is process-wide, not thread-safe
+
+
+class ReplacedWhenClosed(io.TextIOWrapper):
+    """A text file for ``path`` that is written beside it as a run goes (a ``--trace``) and
+    renamed over it when closed — unless a write failed: then ``path`` keeps what it had.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "trace.jsonl"; _ = target.write_text("old\\n")
+    >>> with ReplacedWhenClosed(target) as trace:
+    ...     _ = trace.write("new\\n"); target.read_text()
+    'old\\n'
+    >>> target.read_text()
+    'new\\n'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], encoding: str = "utf-8") -> None:
+        self.target = Path(path)
+        handle, self.temporary = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent)
+        super().__init__(os.fdopen(handle, "wb"), encoding=encoding)
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except BaseException:
+            self.failed = True
+            raise
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            super().close()
+        except BaseException:
+            self.failed = True
+            raise
+        finally:
+            self.settle()
+
+    def settle(self) -> None:
+        """Rename the finished file over the target, or drop it if a write failed."""
+        try:
+            if self.failed:
+                os.unlink(self.temporary)
+                return
+            if self.target.exists():
+                os.chmod(self.temporary, self.target.stat().st_mode & 0o7777)
+            else:
+                os.chmod(self.temporary, 0o666 & ~UMASK)
+            os.replace(self.temporary, self.target)
+        except OSError:
+            pass  # the temporary file stays beside the target: nothing was destroyed

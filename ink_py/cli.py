@@ -31,12 +31,13 @@ from urllib.parse import urlsplit
 import requests
 
 from .arguments import COMMANDS, CliParser, UsageError, encodable_text, positive_int
+from .atomic import ReplacedWhenClosed
 from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from .core.tools.read import create_read_tool
 from .core.tools.types import Tool
 from .provider.anthropic_messages import AnthropicMessagesProvider
 from .provider.base import HttpProvider
-from .provider.errors import display_url
+from .provider.errors import display_url, key_problem
 from .provider.openai_completions import OpenAICompletionsProvider
 from .provider.openai_responses import OpenAIResponsesProvider
 from .provider.recording import recording
@@ -170,9 +171,14 @@ def add_endpoint_arguments(group: argparse._ActionsContainer) -> None:
 
 
 def api_key_from(args: argparse.Namespace, env: str) -> str | None:
-    """The key: ``--api-key``, else ``--api-key-file``, else ``<env>_API_KEY`` (beyond Ink: the file)."""
+    """The key: ``--api-key``, else ``--api-key-file``, else ``<env>_API_KEY`` (beyond Ink: the file).
+
+    Beyond Ink: surrounding whitespace (a key file saved with CRLF, ``"$(cat key.txt)"``) is
+    stripped; a key that still holds what no HTTP header can carry is refused in one line
+    that names where it came from, never the key (requests' own refusal would quote it).
+    """
     if args.api_key:
-        return str(args.api_key)
+        return checked_key(str(args.api_key), "--api-key")
     path = getattr(args, "api_key_file", None)
     if path:
         try:
@@ -182,8 +188,24 @@ def api_key_from(args: argparse.Namespace, env: str) -> str | None:
             raise UsageError(f"--api-key-file {path}: {getattr(err, 'strerror', None) or err}") from None
         if not key:
             raise UsageError(f"--api-key-file {path}: the file is empty")
-        return key
-    return os.environ.get(f"{env}_API_KEY") or None
+        return checked_key(key, f"--api-key-file {path}")
+    value = os.environ.get(f"{env}_API_KEY", "")
+    return checked_key(value, f"{env}_API_KEY") if value.strip() else None  # blank: as if unset
+
+
+def checked_key(key: str, source: str) -> str:
+    """``key`` stripped, or UsageError naming ``source`` and what is wrong (never the key).
+
+    >>> checked_key(" sk-abc\\r\\n", "OPENAI_API_KEY")
+    'sk-abc'
+    """
+    key = key.strip()
+    if not key:
+        raise UsageError(f"{source}: the key is blank")
+    problem = key_problem(key)
+    if problem:
+        raise UsageError(f"{source}: the key {problem}, which no HTTP header can carry — check where it comes from")
+    return key
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,7 +262,34 @@ def check_base_url(url: str, variable: str | None = None) -> str:
         where = f"{variable}={url} (from the environment)" if variable else f"--base-url {url}"
         fix = f"; or `unset {variable}` to use the built-in scripted model" if variable else ""
         raise UsageError(f"{where}: give the whole URL, with http:// or https:// (e.g. {example}){fix}")
+    problem = url_problem(url)
+    if problem:  # beyond Ink: a URL that can never work is refused at once, not retried three times
+        shown = display_url(url)
+        raise UsageError(
+            f"{f'{variable}={shown} (from the environment)' if variable else f'--base-url {shown}'}: {problem}"
+        )
     return url
+
+
+def url_problem(url: str) -> str:
+    """What makes an http(s) URL one that can never be reached ("" if nothing does).
+
+    >>> url_problem("http://127.0.0.1:99999/v1"), url_problem("http://exa mple.com/v1")
+    ('the port must be a number from 1 to 65535', 'the host name "exa mple.com" holds a character no host name has')
+    """
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return "the port must be a number from 1 to 65535"
+    if port == 0:
+        return "the port must be a number from 1 to 65535"
+    host = parts.hostname or ""
+    if not host:
+        return "the URL names no host"
+    if not host.startswith("[") and any(c.isspace() or not c.isprintable() or c in '<>\\^`{|}"' for c in host):
+        return f'the host name "{terminal_safe(host)}" holds a character no host name has'
+    return ""
 
 
 def environment_base_url(args: argparse.Namespace) -> str | None:
@@ -400,9 +449,13 @@ def create_provider(api: str, base_url: str, api_key: str | None, record_dir: st
 
 
 def open_trace(path: str | None) -> IO[str] | None:
+    """A new trace file is written in place (``tail -f`` works); an existing one is written
+    beside and renamed over it at the end (beyond Ink), so a failed run never destroys it."""
     if path is None:
         return None
     try:
-        return open(path, "w", encoding="utf-8")
+        if Path(path).is_file():
+            return ReplacedWhenClosed(path)
+        return open(path, "w", encoding="utf-8")  # a new file, or /dev/stderr, a FIFO: nothing to keep
     except OSError as err:
         raise UsageError(f"--trace {path}: {err.strerror or err}") from None

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from .arguments import encodable_text
 from .core.abort import AbortController
 from .core.loop import (
     DEFAULT_MAX_TOKENS,
@@ -34,6 +35,7 @@ from .core.loop import (
 )
 from .core.messages import AgentMessage, Usage, add_usage, empty_usage
 from .core.tools.types import Tool
+from .provider.transport import notices_of_slow_headers
 from .provider.types import LLMEvent, LLMProvider, LLMRequest
 from .terminal import first_line, human_size, one_line, paint, plural, shorten, terminal_safe, wants_colour
 
@@ -76,7 +78,7 @@ def run_prompt(
     start = len(history)  # this prompt's messages begin here (ink-py chat keeps the earlier ones)
     provider = with_tool_choice(provider, tool_choice)
     try:
-        with ctrl_c_aborts(controller, shown):
+        with ctrl_c_aborts(controller, shown), notices_of_slow_headers(shown.notice):  # beyond Ink: a slow server
             result = run_agent_loop(
                 provider=provider,
                 model=model,
@@ -210,7 +212,8 @@ class Display:
         self.in_thinking = False
         self.reply_shown = False  # did the current reply show anything yet?
         self.mid_reply = False  # a reply has begun streaming and has not ended yet
-        self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name)
+        self.calls: dict[str, tuple[int, str]] = {}  # this reply's tool calls: id → (number, name) of its latest
+        self.started = 0  # calls started in this reply (a server may repeat an id: counted, not merged)
         self.shown_call = ""  # the call whose arguments the open line is showing
 
     def show(self, event: AgentEvent) -> None:
@@ -228,7 +231,8 @@ class Display:
             self.write(self.err, event["text"], "2;3")
         elif event["type"] == "tool_call_start":
             self.end_line()
-            self.calls[event["id"]] = (len(self.calls) + 1, event["name"])
+            self.started += 1
+            self.calls[event["id"]] = (self.started, event["name"])
             self.shown_call = event["id"]
             if self.policy == "filtered":  # second article §五: announce, do not show raw JSON
                 self.write(self.err, f"  … preparing a {event['name'] or 'tool'} call", "2")
@@ -243,7 +247,7 @@ class Display:
             self.write(self.err, event["jsonDelta"], "2")
         elif event["type"] == "message_end":
             self.end_line()
-            self.calls, self.shown_call = {}, ""
+            self.calls, self.shown_call, self.started = {}, "", 0
             if not self.reply_shown:  # beyond §2: a 200 reply with nothing in it is not an answer
                 self.write(self.err, f"notice: {EMPTY_REPLY_NOTICE}\n", "33")
             self.reply_shown = False
@@ -258,10 +262,15 @@ class Display:
             else:
                 self.write(self.err, f"← {result['toolName']} ok · {human_size(result['content'])}\n", "32")
 
+    def notice(self, line: str) -> None:
+        """One line of ink_py's own about the run (a server slow to answer), on stderr."""
+        self.end_line()
+        self.write(self.err, f"({line})\n", "2")
+
     def call_label(self, call_id: str) -> str:
         """``read``, or ``read #2`` once a reply has more than one call."""
         number, name = self.calls[call_id]
-        return f"{name} #{number}" if len(self.calls) > 1 else name
+        return f"{name} #{number}" if self.started > 1 else name
 
     def write(self, stream: IO[str], text: str, colour_code: str = "") -> None:
         if not text:
@@ -287,7 +296,7 @@ _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in [*range(0x80, 0xA0), 0x2028,
 
 def write_trace(trace: IO[str], record: Any) -> None:
     """One JSON line per event, written as it happens (``tail -f`` works)."""
-    trace.write(json.dumps(record, ensure_ascii=False).translate(_JSON_ESCAPES) + "\n")
+    trace.write(encodable_text(json.dumps(record, ensure_ascii=False)).translate(_JSON_ESCAPES) + "\n")
     trace.flush()
 
 

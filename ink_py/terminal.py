@@ -1,9 +1,9 @@
 """Text for a terminal: what the model or a server wrote, shown but never obeyed — beyond Ink.
 
 Every line ink_py prints that carries someone else's text passes through here:
-``terminal_safe`` (control characters shown as escapes, never obeyed), ``one_line`` (a
-multi-line message folded onto the one ``error: …`` line), ``show_newlines`` (a chat
-summary's ⏎), the colours (``wants_colour``: a terminal and no NO_COLOR; ``paint``), the
+``terminal_safe`` (control characters, the bidirectional ones too, shown as escapes, never
+obeyed), ``one_line`` (a multi-line message folded onto the one ``error: …`` line),
+``show_newlines`` (a chat summary's ⏎), the colours (``wants_colour``: a terminal and no NO_COLOR; ``paint``), the
 terminal's width (``terminal_columns``, ``fit_width``: a wide character takes two cells), and the
 small formatters the status lines share (``shorten``, ``first_line``, ``human_size``, ``plural``).
 
@@ -19,14 +19,20 @@ from typing import IO
 
 # Every C0 control but \n and \t, DEL and the C1 controls → a visible escape such as \x1b.
 _CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)] if code not in (0x09, 0x0A)}
+# The bidirectional controls (embeddings, overrides, isolates, the marks) → \u202e …: text that
+# reorders what follows it on screen could make `rm -rf ~` look like something else ("Trojan Source").
+BIDI_CONTROLS = [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C]
+_CONTROLS.update({code: f"\\u{code:04x}" for code in BIDI_CONTROLS})
 
 
 def terminal_safe(text: str) -> str:
     """``text`` from the model or a server, made harmless for a terminal: OSC (window title,
-    clipboard), CSI (clear screen, cursor moves) and C1 controls are shown, not obeyed.
+    clipboard), CSI (clear screen, cursor moves), C1 and bidirectional controls are shown, not obeyed.
 
     >>> terminal_safe("a\\x1b]52;c;aGk=\\x07b\\tc\\n\\x9b2J")
     'a\\\\x1b]52;c;aGk=\\\\x07b\\tc\\n\\\\x9b2J'
+    >>> terminal_safe("ok \\u202egnp.exe")
+    'ok \\\\u202egnp.exe'
     """
     return text.translate(_CONTROLS)
 

@@ -19,6 +19,7 @@ MODULES = {
     "shared": "provider.shared",
     "transport": "provider.transport",
     "errors": "provider.errors",
+    "redaction": "provider.redaction",
     "base": "provider.base",
     "recording": "provider.recording",
     "openai_completions": "provider.openai_completions",

@@ -61,6 +61,19 @@ def in_each_dialect(exercise: Any = None) -> list[Any]:
     return [pytest.param(dialect, marks=marks if dialect == "openai_completions" else []) for dialect in ARTICLE_FOLDER]
 
 
+# Each dialect's provider class, in its module (``ink.<dialect>.<class>``).
+PROVIDER_CLASSES = {
+    "openai_completions": "OpenAICompletionsProvider",
+    "anthropic_messages": "AnthropicMessagesProvider",
+    "openai_responses": "OpenAIResponsesProvider",
+}
+
+
+def provider_in(ink: Any, dialect: str, base_url: str, api_key: str | None = None) -> Any:
+    """``dialect``'s HttpProvider (of the implementation under test) for ``base_url``."""
+    return getattr(getattr(ink, dialect), PROVIDER_CLASSES[dialect])(base_url, api_key)
+
+
 def dialect_of(name: str) -> str:
     """The module (``ink.<dialect>``) that assembles fixture ``name``, e.g. ``"anthropic/readme"``."""
     return DIALECT_OF_FOLDER[name.split("/")[0]]

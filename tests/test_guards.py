@@ -3,8 +3,8 @@
 Each guard is asked through ``parse_sse(guarded(reads))``, the way every reader composes them:
 CR and CRLF line ends (also split across reads), a byte-order mark, a body that ends inside an
 event, the cap on one unfinished event (and ``ink-py`` against a server that never ends one:
-memory bounded by the cap); then ``sniffed`` (a 200 body that is not SSE) and ``redact_reads``
-(a key the server echoes). parse_sse alone is test_parse_sse.py's (exercise 2).
+memory bounded by the cap); then ``sniffed`` (a 200 body that is not SSE); a key the server
+echoes is test_api_key.py's. parse_sse alone is test_parse_sse.py's (exercise 2).
 """
 
 import socket
@@ -156,15 +156,3 @@ def test_sniffed_hands_an_event_stream_on_untouched_and_decides_on_the_first_byt
     with pytest.raises(ink.shared.ProviderError, match="not an event stream"):
         list(ink.shared.sniffed(iter([b"<html>"]), "text/html", bytes))
     assert list(ink.shared.sniffed(iter([b' {"a"', b": 1}"]), "application/json", bytes.upper)) == [b' {"A": 1}']
-
-
-# ── redact_reads: a key the server echoes ───────────────────────────────────────────────
-
-
-@pytest.mark.parametrize("cut", range(1, 12))
-def test_a_key_split_anywhere_across_two_reads_is_redacted(ink, cut):
-    body = b'data: {"error": "bad key sk-SECRET!"}\n\n'
-    at = body.index(b"sk-") + cut
-    assert b"".join(ink.shared.redact_reads([body[:at], body[at:]], "sk-SECRET!")) == body.replace(
-        b"sk-SECRET!", b"***"
-    )

@@ -3,7 +3,8 @@
 The README task end to end; the finish-reason and truncation rules (ex8); arguments that are
 not JSON (ex7) or break the schema, unknown tools, failing tools, the gate; max turns; abort
 mid-stream and between tools (ex6); and the bounds on what a model may send: odd arguments in
-every display and batch, more calls than the loop runs, huge names and paths in its messages.
+every display and batch, more calls than the loop runs, huge names and paths in its messages,
+two calls with one id (each gets its own result, in every dialect).
 """
 
 import io
@@ -11,7 +12,7 @@ import json
 
 import pytest
 
-from .helpers import ScriptedProvider, fixture_bytes, sse, text_reply, tool_reply
+from .helpers import ScriptedProvider, fixture_bytes, provider_in, sse, text_reply, tool_reply
 
 READ_SCHEMA = {
     "type": "object",
@@ -361,3 +362,70 @@ def test_error_messages_quote_only_the_start_of_their_input(ink, tmp_path, name,
     _, history, _ = run(ink, provider, [ink.read_tool.create_read_tool(tmp_path)], user_message="u")
     [result] = history[2]["results"]
     assert result["isError"] and len(result["content"]) < 1000, result["content"][:300]
+
+
+# ── two calls a server gave one id ──────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize("max_concurrent", [1, 5], ids=["serial", "parallel"])
+def test_two_calls_with_one_id_each_get_their_own_result(ink, max_concurrent):
+    """Results were keyed by id: two calls in one chunk both got b.txt's content back."""
+    files = {"a.txt": "AAA", "b.txt": "BBB"}
+    body = tool_reply(("same", "read", '{"path": "a.txt"}'), ("same", "read", '{"path": "b.txt"}'))
+    provider = ScriptedProvider(ink, body, text_reply("done"))
+    read = {**fake_read(files), "concurrencySafe": True}  # as the real read: the two share a chunk
+    result, history, events = run(ink, provider, [read], max_concurrent=max_concurrent)
+    assert [(r["toolCallId"], r["content"]) for r in results_of(history)] == [("same", "AAA"), ("same", "BBB")]
+    assert [e["result"]["content"] for e in events if e["type"] == "tool_end"] == ["AAA", "BBB"]
+    assert result["stopReason"] == "completed"
+
+
+def test_calls_with_one_id_that_never_ran_are_each_answered(ink):
+    calls = [{"id": "same", "name": "read", "arguments": {}}] * 3
+    results = [{"toolCallId": "same", "toolName": "read", "content": "ran", "isError": False}]
+    ink.loop.fill_missing_tool_results(calls, results, "never ran")
+    assert [r["content"] for r in results] == ["ran", "never ran", "never ran"]  # was: ["ran"]
+
+
+def sent_results(dialect, body):
+    """The tool results a request body carries back, in order."""
+    if dialect == "openai_completions":
+        return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    if dialect == "anthropic_messages":
+        blocks = [c for m in body["messages"] if isinstance(m["content"], list) for c in m["content"]]
+        return [c["content"] for c in blocks if c["type"] == "tool_result"]
+    return [item["output"] for item in body["input"] if item.get("type") == "function_call_output"]
+
+
+@pytest.mark.parametrize("dialect", ["openai_completions", "anthropic_messages", "openai_responses"])
+def test_each_dialect_sends_each_calls_own_result_back(ink, tmp_path, dialect):
+    from .raw_servers import SSE_HEAD, RawServer
+    from .test_dialects import WRITERS
+
+    (tmp_path / "a.txt").write_text("AAA\n")
+    (tmp_path / "b.txt").write_text("BBB\n")
+    calls = [{"id": "same", "name": "read", "arguments": {"path": p}} for p in ("a.txt", "b.txt")]
+    first = WRITERS[dialect](calls, [(0, '{"path": "a.txt"}'), (1, '{"path": "b.txt"}')])
+    second = WRITERS[dialect]([], [("text", "done")])
+
+    def serve(conn, server):
+        server.read_request(conn)
+        conn.sendall(SSE_HEAD + (first if len(server.requests) == 1 else second))
+
+    with RawServer(serve) as server:
+        provider = provider_in(ink, dialect, server.base_url)
+        result, _, _ = run(ink, provider, [ink.read_tool.create_read_tool(str(tmp_path))])
+    body = json.loads(server.requests[1].split(b"\r\n\r\n", 1)[1])
+    assert result["stopReason"] == "completed"
+    assert [content.strip().splitlines()[0] for content in sent_results(dialect, body)] == ["AAA", "BBB"]
+
+
+def test_the_display_numbers_two_calls_with_one_id_apart():
+    from ink_py.runner import Display
+
+    out, err = io.StringIO(), io.StringIO()
+    display = Display(out, err)
+    for path in ("a.txt", "b.txt"):
+        display.show({"type": "tool_call_start", "id": "same", "name": "read"})
+        display.show({"type": "tool_call_delta", "id": "same", "jsonDelta": path})
+    assert err.getvalue().splitlines() == ["  ↳ read a.txt", "  ↳ read #2 b.txt"]

@@ -131,7 +131,7 @@ def test_a_whole_chat_completion_becomes_the_same_events(ink, body, blocks, stop
         (
             "text/html",
             b"<html><body>Bad gateway</body></html>",
-            "the server's reply is not an event stream (Content-Type: text/html); it began: b'<html><body>Bad gateway",
+            "the server answered with an HTML page, not an event stream (Content-Type: text/html): is the base URL",
         ),
         (
             "application/json",

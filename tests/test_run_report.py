@@ -1,5 +1,6 @@
 """What a run tells its user about a real server: the summary line, empty replies, usage nobody
-reported, the trace of a failed run, one-line errors and ``--tool-choice`` (a subprocess, real HTTP)."""
+reported, the trace of a failed run (an existing trace file is replaced only when the run ends),
+one-line errors and ``--tool-choice`` (a subprocess, real HTTP)."""
 
 import json
 
@@ -129,3 +130,30 @@ def test_an_unknown_tool_choice_is_a_usage_error(workspace):
     done = ink_py("--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--tool-choice", "write", cwd=workspace)
     assert done.returncode == 1
     assert done.stderr.strip() == "error: --tool-choice write: not auto, required, none or a tool's name (read)"
+
+
+# ── --trace FILE never destroys what FILE held ──────────────────────────────────────────
+
+
+def test_an_existing_trace_survives_a_run_that_is_killed(workspace):
+    """It was opened with "w": truncated at once, so a run killed (or crashing) mid-way left it empty."""
+    from .raw_servers import INK_PY, run_measured, silent_server
+
+    trace = workspace / "trace.jsonl"
+    trace.write_text('{"type": "run_end", "kept": true}\n')
+    with silent_server() as server:
+        argv = [*INK_PY, "--base-url", server.base_url, "--model", "m", "--trace", str(trace)]
+        result = run_measured(argv, cwd=workspace, timeout=3)  # SIGKILL while it waits for the headers
+    assert result.killed
+    assert trace.read_text() == '{"type": "run_end", "kept": true}\n'
+
+
+def test_an_existing_trace_is_replaced_whole_when_the_run_ends(workspace):
+    trace = workspace / "trace.jsonl"
+    trace.write_text("old\n")
+    trace.chmod(0o600)
+    done = ink_py("--trace", str(trace), cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert records[-1]["type"] == "run_end" and trace.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in workspace.iterdir()) == ["README.md", "trace.jsonl"]  # nothing left beside it

@@ -1,10 +1,10 @@
 """What reaches the terminal (ink_py/terminal.py and the runner's Display), as a user sees it.
 
 Someone else's text — the model's answer, its reasoning, a tool's name, a server's error, a
-recording the demo steps through — is shown with its control characters as visible escapes,
-never obeyed; ink_py's own colours are kept (red for the error line, on a terminal only);
-an error after partial output starts its own line; interleaved calls' fragments are told
-apart. Subprocesses on pipes or a pseudo-terminal, real HTTP on 127.0.0.1; no timing asserted.
+recording the demo steps through — is shown with its control characters (the bidirectional
+ones too) as visible escapes, never obeyed; ink_py's own colours are kept (red for the error
+line, on a terminal only); an error after partial output starts its own line; interleaved
+calls' fragments are told apart. Subprocesses on pipes or a pseudo-terminal, real HTTP on 127.0.0.1; no timing asserted.
 """
 
 from __future__ import annotations
@@ -75,14 +75,59 @@ def test_escape_sequences_reach_the_terminal_only_as_visible_text(workspace: Pat
     assert {"type": "text_delta", "text": "text" + HOSTILE} in raw  # the trace keeps the raw text
 
 
-def test_a_recording_the_demo_steps_through_cannot_move_the_cursor_or_colour_it(tmp_path: Path) -> None:
-    recording = tmp_path / "001-response.sse"
-    recording.write_bytes(text_reply("红\x1b[2J\x1b[31m\r走开\x07" + HOSTILE))
+def demo_of(folder: Path, body: bytes) -> subprocess.CompletedProcess[str]:
+    """``ink-py demo --file`` stepping through ``body`` saved as a recording in ``folder``."""
+    recording = folder / "001-response.sse"
+    recording.write_bytes(body)
     argv = [sys.executable, "-m", "ink_py", "demo", "--file", str(recording), "--no-pause"]
-    done = subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=60)
+
+
+def test_a_recording_the_demo_steps_through_cannot_move_the_cursor_or_colour_it(tmp_path: Path) -> None:
+    done = demo_of(tmp_path, text_reply("红\x1b[2J\x1b[31m\r走开\x07" + HOSTILE))
     assert done.returncode == 0 and "红" in done.stdout
     assert not any(char in done.stdout + done.stderr for char in "\x1b\r\x07\x9b\x85")
     assert "\\x1b[2J" in done.stdout and "\\x1b]52;c;" in done.stdout
+
+
+# The bidirectional controls: embeddings and overrides, isolates, the marks (Trojan Source).
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+@pytest.mark.parametrize("char", list(BIDI), ids=lambda c: f"U+{ord(c):04X}")
+def test_terminal_safe_shows_each_bidirectional_control_as_an_escape(ink: Any, char: str) -> None:
+    from ink_py.terminal import terminal_safe
+
+    assert terminal_safe(f"a{char}b") == f"a\\u{ord(char):04x}b"
+
+
+def test_bidirectional_controls_never_reach_the_terminal_raw(workspace: Path) -> None:
+    """A text that reads `cat README.md` could run backwards after U+202E; shown as escapes instead."""
+    hostile = "cat \u202edm.EMDAER\u2066x\u2069\u200f"
+    replies = [
+        sse({"choices": [{"delta": {"reasoning_content": "think " + hostile}}]})
+        + sse({"choices": [{"delta": {"content": "text " + hostile}}]})
+        + sse({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "x" + hostile}}]}}]})
+        + sse({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        b"event: error\ndata: " + json.dumps({"error": {"message": "boom" + hostile}}).encode() + b"\n\n",
+    ]
+
+    def serve(conn: socket.socket, server: RawServer) -> None:
+        server.read_request(conn)
+        conn.sendall(SSE_HEAD + replies[min(len(server.requests), 2) - 1])
+
+    with RawServer(serve) as server:
+        result = ink_py_against(server, workspace, timeout=30)
+    assert result.code == 1 and "boom" in one_error_line(result.err)
+    for stream in (result.out, result.err):
+        assert not any(c in stream for c in BIDI), repr(stream)
+    assert "cat \\u202edm.EMDAER" in result.out and result.err.count("\\u202e") >= 3  # reasoning, name, error
+
+
+def test_the_demo_escapes_bidirectional_controls_in_a_recording(tmp_path: Path) -> None:
+    done = demo_of(tmp_path, text_reply("ok \u202egnp.exe " + BIDI))
+    assert done.returncode == 0 and "\\u202egnp.exe" in done.stdout
+    assert not any(char in done.stdout + done.stderr for char in BIDI)
 
 
 # ── ink_py's own marks ──────────────────────────────────────────────────────────────────

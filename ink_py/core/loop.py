@@ -15,6 +15,7 @@ are tagged ``beyond §`` where they happen; walkthrough.md explains them.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypedDict
@@ -192,10 +193,16 @@ def fail_tool_calls_from_truncated_message(
 
 
 def fill_missing_tool_results(tool_calls: Iterable[ToolCallBlock], results: list[ToolResult], reason: str) -> None:
-    """Give every call that has no result yet an error result saying why it never ran."""
-    answered = {result["toolCallId"] for result in results}
+    """Give every call that has no result yet an error result saying why it never ran.
+
+    Counted, not looked up: a server may give two calls one id (beyond §2.3), and each is
+    answered once.
+    """
+    answered = Counter(result["toolCallId"] for result in results)
     for call in tool_calls:
-        if call["id"] not in answered:
+        if answered[call["id"]] > 0:
+            answered[call["id"]] -= 1
+        else:
             results.append(error_result(call, reason))
 
 
@@ -247,14 +254,16 @@ def execute_tool_batch(
             refusals.append(prepare_tool_call(call, tool_map) or gate_tool_call(call, on_tool_call))
         approved = [call for call, refusal in zip(chunk, refusals, strict=True) if refusal is None]
         if len(approved) <= 1:
-            outcomes = {call["id"]: run_tool(call, tool_map, signal) for call in approved}
+            outcomes = [run_tool(call, tool_map, signal) for call in approved]
         else:  # beyond part 01: the approved calls of a chunk run at once
             with ThreadPoolExecutor(max_workers=len(approved)) as pool:
-                futures = {call["id"]: pool.submit(run_tool, call, tool_map, signal) for call in approved}
-                outcomes = {call_id: future.result() for call_id, future in futures.items()}
-        # Results and tool_end in call order, however the threads finished.
-        for call, refusal in zip(chunk, refusals, strict=True):
-            result = refusal or outcomes[call["id"]]
+                futures = [pool.submit(run_tool, call, tool_map, signal) for call in approved]
+                outcomes = [future.result() for future in futures]
+        # Results and tool_end in call order, however the threads finished: matched by place,
+        # not by id — beyond §2.3, two calls a server gave one id each get their own result.
+        ran = iter(outcomes)
+        for refusal in refusals:
+            result = refusal or next(ran)
             results.append(result)
             if on_event is not None:
                 on_event({"type": "tool_end", "result": result})

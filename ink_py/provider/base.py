@@ -4,9 +4,11 @@ Article §2.3: every provider turns its server's stream into the same ``LLMEvent
 dialect module (``openai_completions``, ``anthropic_messages``, ``openai_responses``) gives
 its ``assemble_stream``, request body and URL; ``HttpProvider.stream`` is the article's
 ``provider.stream`` around them — post (part 01), read the body, hand it to the dialect's
-loop, close it after. Then what every loop ends with (``finished_message``,
-``finish_tool_arguments``) and the malformed-chunk policy: a field of the wrong JSON type is
-the server's fault, named in one line (``field``). Recording wraps any of them (recording.py).
+loop, close it after; what the loop yields passes two stages on its way out (beyond §2:
+``bounded_reply``, bounded and well formed, and redaction.py's ``redacted_events``). Then what
+every loop ends with (``finished_message``, ``finish_tool_arguments``) and the malformed-chunk
+policy: a field of the wrong JSON type is the server's fault, named in one line (``field``).
+Recording wraps any of them (recording.py).
 
     >>> field({"delta": []}, "delta", dict)
     Traceback (most recent call last):
@@ -21,10 +23,13 @@ from typing import Any, ClassVar
 
 import requests
 
+from ..arguments import LONE_SURROGATES, encodable_text
 from ..core.abort import NEVER_ABORTED, AbortSignal
 from ..core.messages import AssistantBlock, AssistantMessage, StopReason, ToolCallBlock, Usage
+from . import shared
 from .errors import display_url, server_message
-from .shared import redact_reads, safe_parse_json, sniffed
+from .redaction import map_strings, redact, redact_reads, redacted_events
+from .shared import safe_parse_json, sniffed
 from .transport import READ_ERRORS, interrupt_response, post_json_with_retry, read_body, read_failure
 from .types import LLMEvent, LLMRequest, ProviderError
 
@@ -70,7 +75,10 @@ class HttpProvider:
         """POST the request and yield its LLMEvents as the reply streams in."""
         signal = request.get("signal") or NEVER_ABORTED
         body = self.build_request_body(request)
-        response = self.post(body, signal)
+        try:
+            response = self.post(body, signal)
+        except ProviderError as err:
+            raise self.said(err) from None  # beyond §2: redacted, see said
         if response is None:
             return  # aborted before the reply started
         wake = lambda: interrupt_response(response)  # noqa: E731  # an abort wakes a read blocked in this thread
@@ -78,12 +86,14 @@ class HttpProvider:
         try:
             content_type = response.headers.get("Content-Type", "")
             reads = sniffed(self.read(response), content_type, *self.whole_reply(body))  # beyond §2
-            yield from self.assemble_stream(reads, signal)
+            yield from self.checked(self.assemble_stream(reads, signal))  # checked: beyond §2, see below
         except Exception as err:
             if signal.aborted:
                 return  # the abort shut the socket under the first read (§4.2, as abort_safe)
             if isinstance(err, READ_ERRORS):  # beyond §4.2: a read that broke, said in words
-                raise read_failure(err, response) from err
+                raise self.said(read_failure(err, response)) from None
+            if isinstance(err, ProviderError):
+                raise self.said(err) from None
             raise
         finally:
             signal.remove_listener(wake)
@@ -91,6 +101,15 @@ class HttpProvider:
 
     def url(self) -> str:
         return self.base_url + self.path
+
+    def checked(self, events: Iterator[LLMEvent]) -> Iterator[LLMEvent]:
+        """Beyond §2: the dialect's events, bounded in size, encodable, and without the key."""
+        events = bounded_reply(events)
+        return redacted_events(events, self._api_key) if self._api_key else events
+
+    def said(self, err: ProviderError) -> ProviderError:
+        """Beyond §2: an error's message, like every text, without the key and encodable."""
+        return ProviderError(encodable_text(redact(str(err), self._api_key)))
 
     def post(self, body: dict[str, Any], signal: AbortSignal) -> requests.Response | None:
         """Part 01: send the body, retrying only before any byte of the reply is read."""
@@ -121,6 +140,52 @@ def refuse_whole_reply(raw: bytes) -> bytes:
     raise ProviderError(
         f"the server answered with one JSON body, not an event stream (stream: true ignored?): {raw[:120]!r}"
     )
+
+
+# ── beyond §2: the stages every reply's events pass ─────────────────────────────────────
+
+PIECE_BYTES = 64  # what keeping one delta costs beyond its text: a str object and a list slot
+CALL_BYTES = 1024  # what one tool call costs beyond its name and id: its block, its tables' entries
+
+
+def bounded_reply(events: Iterable[LLMEvent]) -> Iterator[LLMEvent]:
+    """Pass a reply's events on, each checked as it goes by (one stage: a debugger steps
+    through one frame per event, not two):
+
+    - bounded: once the reply's text, reasoning and tool calls pass ``MAX_REPLY_BYTES``
+      (shared.py), ProviderError — the dialect's loop keeps every piece until the end, so an
+      endless stream of deltas would otherwise grow without bound (1 GB in 6 s);
+    - well formed: a lone surrogate (JSON's ``"\\ud800"``) becomes U+FFFD, so that what is
+      shown, traced, relayed or sent back in the next request can be encoded as UTF-8.
+
+    >>> list(bounded_reply([{"type": "text_delta", "text": "a\\ud800"}]))
+    [{'type': 'text_delta', 'text': 'a\\ufffd'}]
+    """
+    limit = shared.MAX_REPLY_BYTES  # read at each call: a test may lower it
+    size = 0
+    for event in events:
+        if event["type"] == "text_delta" or event["type"] == "thinking_delta":  # inlined: no call per event
+            text = event["text"]
+            size += PIECE_BYTES + (len(text) if text.isascii() else utf8_size(text))
+        elif event["type"] == "tool_call_delta":
+            text = event["jsonDelta"]
+            size += PIECE_BYTES + (len(text) if text.isascii() else utf8_size(text))
+        else:  # a tool call's start, the finished message: looked at whole, in one pass
+            if event["type"] == "tool_call_start":
+                size += CALL_BYTES + utf8_size(event["name"]) + utf8_size(event["id"])
+            text = json.dumps(event, ensure_ascii=False)
+        if size > limit:
+            raise ProviderError(
+                f"the reply grew past {limit // (1024 * 1024)} MiB of text, reasoning and tool arguments "
+                "(MAX_REPLY_BYTES); the rest was not read"
+            )
+        plain = text.isascii() or not LONE_SURROGATES.search(text)
+        yield event if plain else map_strings(event, encodable_text)  # the usual event is plain: untouched
+
+
+def utf8_size(text: str) -> int:
+    """What ``text`` takes as UTF-8 (a lone surrogate counted as the 3 bytes it will become)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 # ── what every dialect's loop ends with ─────────────────────────────────────────────────

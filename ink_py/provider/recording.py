@@ -8,6 +8,9 @@ A stream captured once from a real provider becomes a fixture like those in ``fi
     DIR/001-request.json    the JSON body sent (the API key travels in a header: never written)
     DIR/001-response.sse    the response body exactly as it arrived (a key echoed back: ***)
 
+Numbers keep growing (…, 999, 1000) and are claimed with an exclusive create, so a second
+process recording into DIR takes the next one; no file that was there is ever overwritten.
+
     >>> from .openai_completions import OpenAICompletionsProvider
     >>> recording(OpenAICompletionsProvider)("http://127.0.0.1:9/v1", "sk-secret", record_dir="rec")
     RecordingOpenAICompletionsProvider(base_url='http://127.0.0.1:9/v1', api_key=***)
@@ -16,12 +19,16 @@ A stream captured once from a real provider becomes a fixture like those in ``fi
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import requests
 
+from ..arguments import encodable_text
+from ..atomic import write_text_atomically
 from ..core.abort import AbortSignal
 from .base import HttpProvider
 
@@ -48,22 +55,45 @@ def recording(provider_class: type[HttpProvider]) -> type[HttpProvider]:
     return type(f"Recording{provider_class.__name__}", (Recording, provider_class), {})
 
 
+RECORDED = re.compile(r"(\d{3,9})-(?:request\.json|response\.sse)")  # the names a recording folder holds
+MAX_CLAIMS = 10_000  # numbers tried before giving up on a folder that other processes keep filling
+
+
 def next_record_prefix(record_dir: Path) -> Path:
-    """``DIR/NNN`` for the next exchange; numbering continues across runs into the same DIR."""
+    """``DIR/NNN`` for the next exchange, claimed: numbering continues across runs into the same
+    DIR, past 999 too (1000, 1001 …), and ``NNN-request.json`` is created exclusively (beyond
+    Ink: ``O_EXCL``), so two processes recording into one DIR never take the same number.
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp()); _ = (folder / "999-request.json").write_text("{}")
+    >>> next_record_prefix(folder).name, next_record_prefix(folder).name
+    ('1000', '1001')
+    """
     record_dir.mkdir(parents=True, exist_ok=True)
-    taken = [int(p.name[:3]) for p in record_dir.glob("[0-9][0-9][0-9]-request.json")]
-    return record_dir / f"{max(taken, default=0) + 1:03d}"
+    taken = [int(match[1]) for path in record_dir.iterdir() if (match := RECORDED.fullmatch(path.name))]
+    first = max(taken, default=0) + 1
+    for number in range(first, first + MAX_CLAIMS):
+        prefix = record_dir / f"{number:03d}"
+        try:
+            os.close(os.open(request_path(prefix), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue  # another process claimed it first: the next number
+        return prefix
+    raise OSError(f"--record {record_dir}: no free number after {MAX_CLAIMS} tries")
+
+
+def request_path(prefix: Path) -> Path:
+    return prefix.with_name(prefix.name + "-request.json")
 
 
 def record_request(prefix: Path, body: dict[str, Any]) -> None:
-    prefix.with_name(prefix.name + "-request.json").write_text(
-        json.dumps(body, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-    )
+    """The body sent, whole or not at all (atomic.py): a failure leaves the claimed name empty."""
+    write_text_atomically(request_path(prefix), encodable_text(json.dumps(body, ensure_ascii=False, indent=2)) + "\n")
 
 
 def tee_body(reads: Iterable[bytes], prefix: Path) -> Iterator[bytes]:
-    """Pass each read on unchanged, appending it to ``NNN-response.sse`` first."""
-    with open(prefix.with_name(prefix.name + "-response.sse"), "wb") as sink:
+    """Pass each read on unchanged, appending it to ``NNN-response.sse`` first — a name no one
+    else holds (created exclusively, ``xb``), so nothing that was there can be overwritten."""
+    with open(prefix.with_name(prefix.name + "-response.sse"), "xb") as sink:
         for read in reads:
             sink.write(read)
             sink.flush()  # an aborted or broken stream is still on disk up to its last byte

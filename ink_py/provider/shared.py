@@ -3,8 +3,8 @@
 Sections: the article's four — §2.1 ``parse_sse`` (bytes → frames) and ``parse_frame`` (a
 frame → ``{"event", "data"}``), §4.2 ``abort_safe``, §4.3 ``safe_parse_json`` — then the
 guards composed around them (beyond §2.1): ``guarded`` (line ends, a BOM, the cap on one
-event, a body that ends inside one), ``sniffed`` (a 200 body that is not SSE) and
-``redact_reads`` (a key the server echoes). Each guard is its own stage, tagged ``beyond §``;
+event, a body that ends inside one) and ``sniffed`` (a 200 body that is not SSE); a key the
+server echoes is redacted before (redaction.py · ``redact_reads``). Each guard is its own stage, tagged ``beyond §``;
 walkthrough.md explains them. Article 2.1's event in two reads::
 
     >>> reads = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,',
@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 DONE = "[DONE]"  # Chat Completions' end marker: `data: [DONE]` (an API convention, not SSE's)
 MAX_EVENT_BYTES = 32 * 1024 * 1024  # beyond §2.1: most bytes one unfinished event may hold
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # beyond §2: most one reply's text, reasoning and arguments may hold (base.py)
 MAX_ARGUMENT_DEPTH = 100  # beyond §4.3: tool arguments nested deeper are refused, not parsed into a crash
 MAX_QUOTE_CHARS = 200  # how much of a server's bad payload an error message quotes
 
@@ -310,6 +311,11 @@ def sniffed(
         raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
     if first == b"{":
         return iter([whole_reply(read_at_most(head, reads, WHOLE_REPLY_LIMIT))])
+    if first == b"<" and "event-stream" not in content_type:  # a web page: the base URL is not the API's
+        raise ProviderError(
+            f"the server answered with an HTML page, not an event stream ({shown}): is the base URL "
+            f"the API's address (often ending in /v1), not a web page's? It began: {head.lstrip(BLANK)[:80]!r}"
+        )
     if first and "event-stream" not in content_type and first not in SSE_STARTS:
         raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
     return itertools.chain([head], reads)
@@ -324,43 +330,3 @@ def read_at_most(head: bytes, reads: Iterable[bytes], limit: int) -> bytes:
         if size > limit:
             raise ProviderError(f"the reply is larger than {limit // (1024 * 1024)} MB; not read further")
     return b"".join(parts)
-
-
-# ── beyond §2: redact_reads — a key the server echoes is never shown ────────────────────
-
-
-def redact_reads(reads: Iterable[bytes], secret: str | None) -> Iterator[bytes]:
-    """Pass reads on with every occurrence of ``secret`` replaced by ``***`` — even one split
-    across two reads — before parser, recording, display, trace or relay see them.
-
-    Only a read's tail that could be the start of the secret is held back for the next
-    read, so a complete event is never delayed.
-
-    >>> list(redact_reads([b"data: sk-SEC", b"RET\\n\\n"], "sk-SECRET"))
-    [b'data: ', b'***\\n\\n']
-    """
-    if not secret:
-        yield from reads
-        return
-    key = secret.encode("utf-8")
-    held = b""
-    for read in reads:
-        data = (held + read).replace(key, b"***")
-        keep = partial_key_suffix(data, key)
-        held = data[len(data) - keep :] if keep else b""
-        if len(data) > keep:
-            yield data[: len(data) - keep]
-    if held:
-        yield held  # the body ended on what only looked like the start of the key
-
-
-def partial_key_suffix(data: bytes, key: bytes) -> int:
-    """Length of the longest end of ``data`` that is a proper start of ``key``.
-
-    >>> partial_key_suffix(b"data: sk-SEC", b"sk-SECRET"), partial_key_suffix(b"data", b"sk")
-    (6, 0)
-    """
-    for size in range(min(len(key) - 1, len(data)), 0, -1):
-        if key.startswith(data[-size:]):
-            return size
-    return 0

@@ -1,13 +1,15 @@
 """The request and the body's reads — part 01's ``postJsonWithRetry`` and the article's ``response.body``.
 
 Sections: ``post_json_with_retry`` (one POST, retried only before any byte of the reply is
-read: connection errors, 408/409/429/5xx, ``Retry-After`` honoured), ``post_abortably`` (an
-abort ends the wait for the headers at once), ``read_body`` (the body as reads, each one
+read: connection errors, 408/409/429/5xx, ``Retry-After`` honoured; what no retry can mend —
+a URL that cannot work, https to a plain-http port, a refused certificate — said at once),
+``post_abortably`` (an abort ends the wait for the headers at once; a slow wait is said once,
+``waiting_notice``), ``read_body`` (the body as reads, each one
 what has arrived), ``read_failure`` (a read that broke, in words) and ``interrupt_response``
 (an abort wakes a blocked read). Differences from the TypeScript are tagged ``beyond §``;
 walkthrough.md explains them.
 
-    >>> is_retryable_status(429), is_retryable_status(404), round(backoff_seconds(1), 1) <= 0.6
+    >>> is_retryable_status(429), is_retryable_status(501), round(backoff_seconds(1), 1) <= 0.6
     (True, False, True)
 """
 
@@ -18,16 +20,21 @@ import functools
 import json
 import random
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from typing import Any
 
 import requests
 import urllib3
 
+from ..arguments import encodable_text
 from ..core.abort import NEVER_ABORTED, AbortSignal, start_thread
-from .errors import api_error, display_url, redact
+from .errors import api_error, display_url, key_problem
+from .redaction import redact
 from .types import ProviderError
 
 # Retry policy for post_json_with_retry (only before the body is read; see article 4.2).
@@ -38,6 +45,7 @@ RETRY_AFTER_MAX_SECONDS = 60.0  # a server asking for a longer wait gets an erro
 CONNECT_TIMEOUT_SECONDS = 15.0
 HEADERS_TIMEOUT_SECONDS = 90.0  # beyond §4.2: longest wait for the response headers, never retried
 READ_TIMEOUT_SECONDS = 300.0  # longest silence between two reads of the body
+WAITING_NOTICE_SECONDS = 5.0  # beyond §4.2: no response headers after this long is said once (waiting_notice)
 READ_SIZE = 65536  # most bytes one read may return (it returns what has arrived, often less)
 # What a broken read raises (urllib3 wraps http.client's errors; a socket timeout is an OSError).
 READ_ERRORS = (urllib3.exceptions.HTTPError, requests.RequestException, OSError)
@@ -66,7 +74,7 @@ def post_json_with_retry(
     ``x-api-key``) and is never part of any message; ``headers`` adds more.
     """
     signal = signal or NEVER_ABORTED
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    data = request_bytes(body)  # beyond part 01: a lone surrogate in the history cannot make it unsendable
     extra = headers or {}
     # beyond part 01: name the encodings read_body decodes (requests would add br/zstd when installed)
     headers = {
@@ -76,6 +84,8 @@ def post_json_with_retry(
         **extra,
     }
     if api_key:
+        if key_problem(api_key):  # beyond part 01: requests' refusal would quote the key
+            raise ProviderError(f"the API key {key_problem(api_key)}: no HTTP header can carry it (not shown)")
         headers[key_header] = f"Bearer {api_key}" if key_header == "Authorization" else api_key
     key_env = "OPENAI_API_KEY" if key_header == "Authorization" else "ANTHROPIC_API_KEY"  # for the 401 hint
     post = session.post if session is not None else requests.post
@@ -91,6 +101,7 @@ def post_json_with_retry(
                     timeout=(CONNECT_TIMEOUT_SECONDS, HEADERS_TIMEOUT_SECONDS),
                 ),
                 signal,
+                waiting_for=url,
             )  # fmt: skip
         except requests.exceptions.ReadTimeout:  # connected, but no headers: a retry would wait as long again
             raise ProviderError(
@@ -100,6 +111,9 @@ def post_json_with_retry(
         except requests.RequestException as err:  # refused, DNS, reset, connect timeout
             if signal.aborted:
                 return None
+            hopeless = cannot_succeed(err, url, api_key)  # beyond part 01: never retried
+            if hopeless is not None:
+                raise hopeless from None
             problem = redact(str(err), api_key)
             refused = connect_failure(err)
             delay = backoff_seconds(attempt)
@@ -130,13 +144,90 @@ def post_json_with_retry(
     )
 
 
-def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | None) -> requests.Response | None:
+def request_bytes(body: Mapping[str, Any]) -> bytes:
+    """``body`` as the UTF-8 JSON sent; a lone surrogate in it (a model's ``"\\ud800"``, an
+    undecodable byte of argv) becomes U+FFFD, so that every request can be encoded.
+
+    >>> request_bytes({"content": "a\\ud800"})
+    b'{"content": "a\\xef\\xbf\\xbd"}'
+    """
+    text = json.dumps(body, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return encodable_text(text).encode("utf-8")
+
+
+# The reasons OpenSSL gives when an https:// request meets a server speaking plain HTTP.
+NOT_TLS = {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL", "HTTP_REQUEST"}
+# What requests raises for a request that can never be sent as it is.
+UNSENDABLE = (
+    requests.exceptions.InvalidURL,
+    requests.exceptions.InvalidSchema,
+    requests.exceptions.MissingSchema,
+    requests.exceptions.InvalidHeader,
+)
+
+
+def cannot_succeed(err: requests.RequestException, url: str, api_key: str | None) -> ProviderError | None:
+    """The one line for a failure no retry can mend (beyond part 01), or None to retry it."""
+    where = display_url(url)
+    if isinstance(err, UNSENDABLE):
+        return ProviderError(f"the request to {where} cannot be sent: {redact(str(err), api_key)}")
+    cause = ssl_cause(err) if isinstance(err, requests.exceptions.SSLError) else None
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return ProviderError(
+            f"{where}: the server's TLS certificate was not accepted ({cause.verify_message}) — for a "
+            "self-signed certificate or a private CA, point REQUESTS_CA_BUNDLE at its certificate file"
+        )
+    if cause is not None and cause.reason in NOT_TLS:
+        return ProviderError(
+            f"{where} does not answer in TLS ({cause.reason}): is it a plain-http server? "
+            "Try http:// instead of https://"
+        )
+    return None
+
+
+def ssl_cause(err: BaseException) -> ssl.SSLError | None:
+    """The ``ssl.SSLError`` inside what requests raised (requests wraps urllib3, which wraps ssl)."""
+    seen: set[int] = set()
+    stack: list[Any] = [err]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        if isinstance(item, ssl.SSLError):
+            return item
+        seen.add(id(item))
+        stack.extend([getattr(item, "reason", None), item.__cause__, item.__context__, *item.args])
+    return None
+
+
+# beyond §4.2: a hook (the runner's display) told once when the response headers are slow to come
+waiting_notice: ContextVar[Callable[[str], Any] | None] = ContextVar("waiting_notice", default=None)
+
+
+@contextmanager
+def notices_of_slow_headers(say: Callable[[str], Any]) -> Iterator[None]:
+    """While this is open, on this thread, ``say(line)`` is called once per request whose
+    response headers have not come within ``WAITING_NOTICE_SECONDS``."""
+    token = waiting_notice.set(say)
+    try:
+        yield
+    finally:
+        waiting_notice.reset(token)
+
+
+def post_abortably(
+    send: Callable[[], requests.Response], signal: AbortSignal | None, waiting_for: str = ""
+) -> requests.Response | None:
     """``send()`` on a worker thread, so that an abort ends the wait at once; None if aborted.
 
     Beyond §4.2: until the headers arrive, requests exposes no socket an abort could shut,
     and Python runs a Ctrl-C handler only between bytecodes of the main thread, which a
     blocked connect or header read never reaches. Waiting on an Event instead keeps it
-    interruptible; an abandoned request closes its response the moment it arrives.
+    interruptible; an abandoned request closes its response the moment it arrives. A wait
+    longer than ``WAITING_NOTICE_SECONDS`` is said once (``waiting_notice``), naming ``waiting_for``.
     """
     if signal is None or signal is NEVER_ABORTED:
         return send()  # nothing can abort it: stay on this thread (and in the debugger)
@@ -157,6 +248,12 @@ def post_abortably(send: Callable[[], requests.Response], signal: AbortSignal | 
     start_thread(threading.Thread(target=work, name="ink-post", daemon=True))  # Ctrl-C stays with the waiter
     signal.add_listener(finished.set)
     try:
+        say = waiting_notice.get()
+        if say is not None and not finished.wait(WAITING_NOTICE_SECONDS):
+            say(
+                f"still waiting for the response headers from {display_url(waiting_for) or 'the server'} "
+                f"({WAITING_NOTICE_SECONDS:.0f} s so far; given up after {HEADERS_TIMEOUT_SECONDS:.0f} s)"
+            )
         finished.wait()
     finally:
         signal.remove_listener(finished.set)
@@ -198,8 +295,9 @@ def connect_failure(err: BaseException) -> str:
 
 
 def is_retryable_status(status: int) -> bool:
-    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed on a retry."""
-    return status in (408, 409, 429) or 500 <= status <= 599
+    """408 timeout, 409 conflict, 429 rate limit and every 5xx may succeed on a retry — but
+    501 Not Implemented and 505 (a web server that does not take POST) never will."""
+    return status in (408, 409, 429) or (500 <= status <= 599 and status not in (501, 505))
 
 
 def backoff_seconds(attempt: int) -> float:
