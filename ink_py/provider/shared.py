@@ -20,7 +20,6 @@ import codecs
 import itertools
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypedDict, TypeVar
 
@@ -323,7 +322,10 @@ def no_reply(shown: str, empty_note: str) -> ProviderError:
     return ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
 
 
-FIELD_LINE = re.compile(rb"[\r\n][^:\r\n]")  # a line that is not blank and not a comment: data:, event:, …
+def opens_a_field(data: bytes) -> bool:
+    """Whether a line that starts after a line end in ``data`` is a field (``data:``, ``event:``, …),
+    not a comment or a blank line."""
+    return any(line[:1] not in (b"", b":") for line in data.replace(b"\r", b"\n").split(b"\n")[1:])
 
 
 def until_an_event(head: bytes, reads: Iterable[bytes], nothing: ProviderError) -> Iterator[bytes]:
@@ -341,7 +343,7 @@ def until_an_event(head: bytes, reads: Iterable[bytes], nothing: ProviderError) 
     reads = iter(reads)
     yield head
     data = b"\n" + head.lstrip(BLANK)  # a byte-order mark and blank lines before the first comment
-    while not FIELD_LINE.search(data):
+    while not opens_a_field(data):
         opens_a_line = data.endswith((b"\r", b"\n"))
         read = next(reads, None)
         if read is None:
