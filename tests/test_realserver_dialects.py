@@ -16,18 +16,14 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 
 from .helpers import ROOT
 from .test_cli import README, ink_py
-from .test_realserver import GGUF, RUN_LIMIT, free_port
+from .test_realserver import GGUF, RUN_LIMIT, free_port, started
 
 pytestmark = pytest.mark.realserver
 
@@ -53,41 +49,13 @@ def skip_unless(*paths: Path) -> None:
 
 
 @contextlib.contextmanager
-def started(command: list[str], ready_url: str, env: dict[str, str] | None = None) -> Iterator[None]:
-    """Run ``command`` until the block ends; ready when ``ready_url`` answers 200 within START_LIMIT."""
-    log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + START_LIMIT
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"{Path(command[0]).name} exited ({process.returncode}):\n{log.read()[-2000:].decode()}")
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(ready_url, timeout=2).ok:
-                    break
-            if time.monotonic() > deadline:
-                pytest.fail(f"{Path(command[0]).name} was not ready within {START_LIMIT:.0f} s")
-            time.sleep(0.3)
-        yield
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-        log.close()
-
-
-@contextlib.contextmanager
 def llama_server(template: Path) -> Iterator[str]:
     """llama-server on 127.0.0.1 with ``template``; yields its base URL (no /v1)."""
     skip_unless(LLAMA_SERVER)
     port = free_port()
     command = [str(LLAMA_SERVER), "-m", str(GGUF), "--host", "127.0.0.1", "--port", str(port), "--ctx-size", "4096"]
     command += ["--parallel", "1", "--jinja", "--temp", "0", "--no-repack", "--chat-template-file", str(template)]
-    with started(command, f"http://127.0.0.1:{port}/health"):
+    with started(command, f"http://127.0.0.1:{port}/health", START_LIMIT):
         yield f"http://127.0.0.1:{port}"
 
 
@@ -128,7 +96,7 @@ def litellm(calls_server, sentence_server, tmp_path_factory) -> Iterator[str]:
         "LITELLM_TELEMETRY": "False",
     }
     command = [str(LITELLM), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
-    with started(command, f"http://127.0.0.1:{port}/health/liveliness", env):
+    with started(command, f"http://127.0.0.1:{port}/health/liveliness", START_LIMIT, env):
         yield f"http://127.0.0.1:{port}"
 
 

@@ -67,6 +67,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     parts_by_index: dict[Any, list[str]] = {}  # content index → its text / argument fragments
     finished: set[Any] = set()  # indexes whose content_block_stop arrived
     opened: set[Any] = set()  # indexes that opened, kept or not (a server tool's block is not)
+    usage: Usage = empty_usage()
     counts: dict[str, int] = {}  # usage as reported so far, field by field (merge_usage)
     stop_reason: StopReason = None
     saw_stop = False
@@ -99,7 +100,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                         yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": parts_by_index[index][0]}
 
         if kind == "message_start":  # usage so far: the prompt's tokens, cache hits apart
-            merge_usage(counts, (data.get("message") or {}).get("usage"))
+            merge_usage(usage, (data.get("message") or {}).get("usage"), counts)
 
         elif kind == "content_block_delta" and index in block_by_index and index not in finished:
             block = block_by_index[index]
@@ -127,7 +128,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         elif kind == "message_delta":
             if delta.get("stop_reason") is not None:
                 stop_reason = map_stop_reason(delta["stop_reason"])
-            merge_usage(counts, data.get("usage"))  # cumulative per field: the fields it has win
+            merge_usage(usage, data.get("usage"), counts)  # cumulative per field: the fields it has win
 
         elif kind == "message_stop":
             saw_stop = True  # the end marker: nothing follows it
@@ -144,7 +145,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         return  # an aborted reply is never handed to the loop
     if not saw_stop:  # no finish_reason here: only message_stop says the reply is whole
         raise ProviderError("stream ended without message_stop — response may be truncated")
-    yield {"type": "message_end", "message": finished_message(blocks, usage_of(counts), stop_reason)}
+    yield {"type": "message_end", "message": finished_message(blocks, usage, stop_reason)}
 
 
 def open_block(content: dict[str, Any], index: Any) -> AssistantBlock | None:
@@ -195,15 +196,16 @@ def map_stop_reason(reason: Any) -> StopReason:
     }.get(str(reason))
 
 
-def merge_usage(counts: dict[str, int], reported: Any) -> None:
-    """Fold in message_start's or message_delta's usage: each count is cumulative, so a field
-    that is there replaces the one before, and a field that is not keeps it.
+def merge_usage(usage: Usage, reported: Any, counts: dict[str, int]) -> None:
+    """Fold in message_start's or message_delta's usage. Each count is cumulative, field by
+    field: one that is there replaces the one before in ``counts``, one that is not keeps it.
+    ``input_tokens`` excludes cache reads already; tokens written to the cache are input too.
 
-    >>> counts = {}
-    >>> merge_usage(counts, {"input_tokens": 17, "output_tokens": 1})
-    >>> merge_usage(counts, {"output_tokens": 9, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 5})
-    >>> usage_of(counts)
-    {'inputTokens': 27, 'outputTokens': 9, 'cacheReadTokens': 5}
+    >>> usage, counts = empty_usage(), {}
+    >>> merge_usage(usage, {"input_tokens": 17, "output_tokens": 1}, counts)
+    >>> merge_usage(usage, {"cache_creation_input_tokens": 10, "cache_read_input_tokens": 5}, counts)
+    >>> usage
+    {'inputTokens': 27, 'outputTokens': 1, 'cacheReadTokens': 5}
     """
     if reported is None:
         return
@@ -212,16 +214,9 @@ def merge_usage(counts: dict[str, int], reported: Any) -> None:
     for key in USAGE_FIELDS:
         if reported.get(key) is not None:
             counts[key] = token_count(reported, key)
-
-
-def usage_of(counts: dict[str, int]) -> Usage:
-    """The reply's usage: ``input_tokens`` excludes cache reads already; tokens written to the
-    cache are input too (as the SDKs count them)."""
-    usage = empty_usage()
     usage["inputTokens"] = counts.get("input_tokens", 0) + counts.get("cache_creation_input_tokens", 0)
     usage["outputTokens"] = counts.get("output_tokens", 0)
     usage["cacheReadTokens"] = counts.get("cache_read_input_tokens", 0)
-    return usage
 
 
 def check_event(sse: SseEvent) -> None:
