@@ -71,7 +71,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
         kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
         # The item this event is about: by its id when known, else output_index (llama-server sends none).
-        item_id = data.get("item_id", (data.get("item") or {}).get("id"))
+        item_id = data["item_id"] if "item_id" in data else (data.get("item") or {}).get("id")
         index = index_by_item.get(item_id, data.get("output_index", item_id))
 
         implied = kind in DELTA_EVENTS and index not in block_by_index  # beyond §2: a delta with no .added
