@@ -6,7 +6,7 @@ import json
 import pytest
 
 from .fake_server import FakeModelServer, Reply
-from .helpers import fixture_bytes
+from .helpers import FIXTURES, fixture_bytes
 from .test_request_body import HISTORY, READ_TOOL
 
 API_KEY = "sk-ant-test-SECRET-0123456789"
@@ -119,8 +119,8 @@ def test_anthropic_errors_never_show_the_key(ink):
 def test_responses_to_wire_input(ink):
     wire = ink.openai_responses.to_wire_input(HISTORY)
     assert wire == [
-        {"role": "user", "content": "读取 README.md"},
-        {"role": "assistant", "content": "我先读\n一下。"},  # text joined; thinking is never sent back
+        {"type": "message", "role": "user", "content": "读取 README.md"},  # each item with its type
+        {"type": "message", "role": "assistant", "content": "我先读\n一下。"},  # joined; no thinking
         {"type": "function_call", "call_id": "t1", "name": "read", "arguments": '{"path": "README.md"}'},
         {"type": "function_call", "call_id": "t2", "name": "read", "arguments": '{"path": "说明.md"}'},
         {"type": "function_call_output", "call_id": "t1", "output": "# ink_py"},
@@ -138,7 +138,7 @@ def test_responses_request_body(ink):
         "model": "gpt-5",
         "stream": True,
         "store": False,
-        "input": [{"role": "user", "content": "读取 README.md"}],
+        "input": [{"type": "message", "role": "user", "content": "读取 README.md"}],
         "instructions": "s",
         "max_output_tokens": 1024,
         "tools": [{"type": "function", **READ_TOOL, "strict": False}],  # the flat shape
@@ -156,3 +156,25 @@ def test_responses_provider_over_http(ink):
     assert request.path == "/v1/responses"
     assert request.headers["Authorization"] == f"Bearer {API_KEY}"
     assert request.body["instructions"] == "You are ink." and request.body["stream"] is True
+
+
+def test_responses_input_items_all_name_their_type(ink):
+    """llama-server answered ink_py's recorded turn 2 (fixtures/responses/llama_server_turn2_untyped.*) with
+    400 "Cannot determine type of 'item'": its assistant item had a role and no type. Now every item has one."""
+    recorded = json.loads((FIXTURES / "responses" / "llama_server_turn2_untyped.request.json").read_text())
+    assert (
+        b"Cannot determine type of 'item'" in (FIXTURES / "responses" / "llama_server_turn2_untyped.reply").read_bytes()
+    )
+    user, assistant, call, output = recorded["input"]
+    history = [
+        {"role": "user", "content": user["content"]},
+        {"role": "assistant", "usage": {}, "stopReason": "tool_use", "blocks": [
+            {"type": "text", "text": assistant["content"]},
+            {"type": "toolCall", "id": call["call_id"], "name": "read", "arguments": json.loads(call["arguments"])},
+        ]},
+        {"role": "toolResult", "results": [
+            {"toolCallId": output["call_id"], "toolName": "read", "content": output["output"], "isError": False},
+        ]},
+    ]  # fmt: skip
+    wire = ink.openai_responses.to_wire_input(history)
+    assert wire == [{"type": "message", **user}, {"type": "message", **assistant}, call, output]

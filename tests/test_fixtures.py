@@ -13,6 +13,23 @@ import pytest
 from .helpers import ARTICLE_FOLDER, FIXTURES, dialect_of, fixture_bytes, message, read_call, run_assembly, text, usage
 from .test_dialects import ARTICLE_SCENARIOS
 
+# The long answers of two recorded streams below.
+CODE_EXECUTION_ANSWER = (
+    "Perfect! The script has been created and executed successfully. \n\n"
+    "**Result: The 10th Fibonacci number is 34**\n\nThe script includes:\n"
+    "1. An **iterative function** (`fibonacci`) - efficient and fast, suitable for larger numbers\n"
+    "2. A **recursive function** (`fibonacci_recursive`) - simpler but less efficient for large values\n"
+    "3. The main execution block that calculates and displays the 10th Fibonacci number\n"
+    "4. A bonus display showing all Fibonacci numbers from F(1) to F(10)\n\n"
+    "The Fibonacci sequence starts with 0, 1, and each subsequent number is the sum of the previous two numbers: "
+    "0, 1, 1, 2, 3, 5, 8, 13, 21, 34, ..."
+)
+
+COPILOT_ANSWER = (
+    "There are **3** letter **“r”**s in **“strawberry.”**\n\nBreakdown: **s t r a w b e r r y**  \n"
+    "You can see **r** at positions **3, 8, and 9**."
+)
+
 # ── Chat Completions servers ────────────────────────────────────────────────────────────
 
 # (fixture, expected message) — what each server's stream must assemble into.
@@ -156,6 +173,51 @@ ANTHROPIC = [
     ("proxy_no_event_lines", message([text("我先读一下 README。"), read_call("t1", "README.md")], "tool_use")),
     ("proxy_whole_input_in_start", message([read_call("toolu_gw1", "README.md")], "tool_use")),
     ("proxy_empty_text_block", message([read_call("toolu_e1", "README.md")], "tool_use")),
+    # Server-side tools (the Vercel AI SDK's recordings of Anthropic): server_tool_use / mcp_tool_use blocks and
+    # their results are the server's — their input_json_delta events never become client calls; the text stays.
+    (
+        "server_mcp",
+        message(
+            [
+                text(
+                    "The echo tool responded back with: **hello world**\n\n"
+                    "It simply echoed back the exact message that was sent to it."
+                )
+            ],
+            "end_turn",
+            usage(1250, 83),
+        ),
+    ),
+    (
+        "server_code_execution",
+        message(
+            [
+                text(
+                    "I'll create a Python script to calculate Fibonacci numbers and then execute it to find the 10th "
+                    "Fibonacci number."
+                ),
+                text("Now let's execute the script to find the 10th Fibonacci number:"),
+                text(CODE_EXECUTION_ANSWER),
+            ],
+            "end_turn",
+            usage(8050, 771),
+        ),
+    ),
+    # message_delta's usage is cumulative per field: its cache counts join message_start's input_tokens (17 + 10).
+    ("cache_counts_in_message_delta", message([text("Hello")], "end_turn", usage(27, 227, 5))),
+    # llama-server: a sentence (index 0) and then a tool_use block (index 1); LiteLLM bridging onto it.
+    (
+        "llama_server_text_then_call",
+        message(
+            [text("I will read README.md first.\n"), read_call("u75c5Y7JzZPqhY03gGPewJ8sHxIDZ8NE", "README.md")],
+            "tool_use",
+            usage(1, 42, 249),
+        ),
+    ),
+    (
+        "litellm_tool_call",
+        message([read_call("g9mQtRXxVlJXzj8dzfchkHTbBCUiJXot", "README.md")], "tool_use", usage(25, 32, 207)),
+    ),
 ]
 
 FAILING_ANTHROPIC = [
@@ -200,6 +262,42 @@ RESPONSES = [
     ),
     ("proxy_no_event_lines", message([text("ok")], "end_turn")),
     ("incomplete_content_filter", message([text("The project starts with")], None, usage(40, 5))),
+    # llama-server: items named by item_id only (no output_index): the sentence *and* the call, each its own item.
+    (
+        "llama_server_text_then_call",
+        message(
+            [text("I will read README.md first.\n"), read_call("call_nV05YvvxU9kC9FBgBC6n72T4z1gXKZyf", "README.md")],
+            "tool_use",
+            usage(1, 42, 249),
+        ),
+    ),
+    (
+        "llama_server_tool_call",
+        message([read_call("call_Haq8gJdSIpyqTDeUBUKWrJwva22plCMD", "README.md")], "tool_use", usage(25, 32, 207)),
+    ),
+    # .added's call_id is provisional: .done's is the one the tool result must name.
+    (
+        "provisional_call_id",
+        message([read_call("call_Haq8gJdSIpyqTDeUBUKWrJwva22plCMD", "README.md")], "tool_use", usage(25, 32, 207)),
+    ),
+    # LiteLLM bridging onto llama-server's Chat Completions: output_index 0 and 1.
+    (
+        "litellm_text_then_call",
+        message(
+            [text("I will read README.md first.\n"), read_call("0QNxKjl7qPyQKPJqdnKvjIbfOOCnlqon", "README.md")],
+            "tool_use",
+            usage(1, 42, 249),
+        ),
+    ),
+    # GitHub Copilot (the Vercel AI SDK's recording): a new item_id on every event, output_index steady.
+    (
+        "copilot_id_rotation",
+        message(
+            [{"type": "thinking", "thinking": "**Counting character occurrences**"}, text(COPILOT_ANSWER)],
+            "end_turn",
+            usage(19, 105),
+        ),
+    ),
 ]
 
 FAILING_RESPONSES = [

@@ -156,3 +156,26 @@ def test_sniffed_hands_an_event_stream_on_untouched_and_decides_on_the_first_byt
     with pytest.raises(ink.shared.ProviderError, match="not an event stream"):
         list(ink.shared.sniffed(iter([b"<html>"]), "text/html", bytes))
     assert list(ink.shared.sniffed(iter([b' {"a"', b": 1}"]), "application/json", bytes.upper)) == [b' {"A": 1}']
+
+
+# llama-cpp-python's keep-alive (sse_starlette's ping comment), the whole body when a streamed "auto" fails.
+PING = b": ping - 2026-12-01 20:05:13.497651+00:00\r\n\r\n"
+COMMENTS_THEN_EVENT = b"\xef\xbb\xbf" + PING + b": OPENROUTER PROCESSING\n\n" + b'data: {"a": 1}\n\n'
+
+
+@pytest.mark.parametrize("cut", range(len(COMMENTS_THEN_EVENT) + 1))
+def test_comments_then_an_event_pass_untouched_wherever_the_reads_are_cut(ink, cut):
+    reads = [COMMENTS_THEN_EVENT[:cut], COMMENTS_THEN_EVENT[cut:]]
+    assert b"".join(ink.shared.sniffed(iter(reads), "text/event-stream", bytes)) == COMMENTS_THEN_EVENT
+
+
+@pytest.mark.parametrize("body", [PING, PING * 3 + b": keep-alive\n\n", b"\n" + PING[:-2]])
+@pytest.mark.parametrize("size", [1, 7, 1000])
+def test_a_body_of_comments_only_is_no_reply_not_a_truncated_one(ink, body, size):
+    reads = [body[i : i + size] for i in range(0, len(body), size)]
+    with pytest.raises(ink.shared.ProviderError) as caught:
+        list(ink.shared.sniffed(iter(reads), "text/event-stream", bytes, "; the note"))
+    assert str(caught.value) == (
+        "the server sent an empty response body (HTTP 200, Content-Type: text/event-stream, only comments): "
+        "no reply at all; the note"
+    )

@@ -55,27 +55,26 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def llama_server(*extra: str) -> Iterator[str]:
-    """``python -m llama_cpp.server`` on 127.0.0.1; yields its base URL, stops it afterwards."""
-    port = free_port()
+def started(
+    command: list[str], ready_url: str, limit: float = START_LIMIT, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    """Run ``command`` until the block ends; ready when ``ready_url`` answers 200 within ``limit`` seconds."""
+    name = Path(command[0]).name if command[0] != sys.executable else command[2]
     log = tempfile.TemporaryFile()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF)]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", *extra]
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + START_LIMIT
+        deadline = time.monotonic() + limit
         while True:
             if process.poll() is not None:
                 log.seek(0)
-                pytest.fail(f"llama_cpp.server exited ({process.returncode}):\n{log.read()[-2000:].decode()}")
+                pytest.fail(f"{name} exited ({process.returncode}):\n{log.read()[-2000:].decode()}")
             with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{base_url}/models", timeout=2).ok:
+                if requests.get(ready_url, timeout=2).ok:
                     break
             if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server was not ready within {START_LIMIT:.0f} s")
+                pytest.fail(f"{name} was not ready within {limit:.0f} s")
             time.sleep(0.2)
-        yield base_url
+        yield
     finally:
         process.terminate()
         try:
@@ -84,6 +83,17 @@ def llama_server(*extra: str) -> Iterator[str]:
             process.kill()
             process.wait(timeout=10)
         log.close()
+
+
+@contextlib.contextmanager
+def llama_server(*extra: str) -> Iterator[str]:
+    """``python -m llama_cpp.server`` on 127.0.0.1; yields its base URL, stops it afterwards."""
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", *extra]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    with started(command, f"{base_url}/models"):
+        yield base_url
 
 
 @pytest.fixture(scope="module")

@@ -79,6 +79,30 @@ def test_an_empty_body_for_a_streamed_auto_tool_choice_points_at_tool_choice(ink
     assert error.startswith("the server sent an empty response body") and "--tool-choice" in error
 
 
+# llama-cpp-python's keep-alive comment (sse_starlette's ping), the whole body when a streamed "auto" fails.
+PING_ONLY = b": ping - 2026-12-01 20:05:13.497651+00:00\r\n\r\n"
+PROVIDERS = {
+    "openai_completions": "OpenAICompletionsProvider",
+    "anthropic_messages": "AnthropicMessagesProvider",
+    "openai_responses": "OpenAIResponsesProvider",
+}
+
+
+@pytest.mark.parametrize("module", PROVIDERS)
+def test_a_body_of_keep_alives_only_is_no_reply_in_every_dialect(ink, module):
+    """Not "response may be truncated": no event came at all, which an empty body says too."""
+    provider = getattr(getattr(ink, module), PROVIDERS[module])
+    errors = []
+    for parts in ([], [PING_ONLY[:20], PING_ONLY[20:]]):
+        with FakeModelServer([Reply(parts=parts)]) as server:
+            with pytest.raises(ink.shared.ProviderError) as caught:
+                list(provider(server.base_url).stream(dict(REQUEST, tools=TOOLS)))
+        errors.append(str(caught.value))
+    empty, pings = errors
+    assert pings == empty.replace("text/event-stream)", "text/event-stream, only comments)")
+    assert ("--tool-choice" in pings) is (module == "openai_completions")  # the dialect that sends "auto"
+
+
 def whole(message, finish_reason, usage=None):
     reply = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": message}]}
     reply["choices"][0]["finish_reason"] = finish_reason

@@ -40,6 +40,8 @@ DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; sent when the request
 
 # The block a delta implies when a proxy sends it without its content_block_start.
 BLOCK_OF_DELTA = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "tool_use"}
+# The usage counts a Messages event may carry, each cumulative (merge_usage).
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 # The JSON type of each field an event may carry that the loop reads (check_event).
 EVENT_FIELDS = (
     ("index", (int, str)),
@@ -64,7 +66,9 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     block_by_index: dict[Any, AssistantBlock] = {}  # content index → its block (§2.2's index)
     parts_by_index: dict[Any, list[str]] = {}  # content index → its text / argument fragments
     finished: set[Any] = set()  # indexes whose content_block_stop arrived
+    opened: set[Any] = set()  # indexes that opened, kept or not (a server tool's block is not)
     usage: Usage = empty_usage()
+    counts: dict[str, int] = {}  # usage as reported so far, field by field (merge_usage)
     stop_reason: StopReason = None
     saw_stop = False
 
@@ -78,8 +82,9 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         index = data.get("index")
         delta = data.get("delta") or {}
 
-        if kind == "content_block_start" or (kind == "content_block_delta" and index not in block_by_index):
+        if kind == "content_block_start" or (kind == "content_block_delta" and index not in opened):
             # A block opens at its index: text, thinking or a tool request (§2.2's index).
+            opened.add(index)  # beyond §2: a delta of a block not kept (server_tool_use …) is no call
             implied = {"type": BLOCK_OF_DELTA.get(str(delta.get("type")))}  # beyond §2: a delta with no start
             content = (data.get("content_block") or {}) if kind == "content_block_start" else implied
             block = open_block(content, index)
@@ -95,7 +100,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                         yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": parts_by_index[index][0]}
 
         if kind == "message_start":  # usage so far: the prompt's tokens, cache hits apart
-            merge_usage(usage, (data.get("message") or {}).get("usage"))
+            merge_usage(usage, (data.get("message") or {}).get("usage"), counts)
 
         elif kind == "content_block_delta" and index in block_by_index and index not in finished:
             block = block_by_index[index]
@@ -123,7 +128,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         elif kind == "message_delta":
             if delta.get("stop_reason") is not None:
                 stop_reason = map_stop_reason(delta["stop_reason"])
-            merge_usage(usage, data.get("usage"))  # cumulative: the latest count wins
+            merge_usage(usage, data.get("usage"), counts)  # cumulative per field: the fields it has win
 
         elif kind == "message_stop":
             saw_stop = True  # the end marker: nothing follows it
@@ -155,7 +160,7 @@ def open_block(content: dict[str, Any], index: Any) -> AssistantBlock | None:
     if kind == "tool_use":
         call_id = str(content.get("id") or f"toolu_{index}")  # beyond §2: a delta with no start names no id
         return {"type": "toolCall", "id": call_id, "name": str(content.get("name") or ""), "arguments": {}}
-    return None  # server_tool_use, web_search_tool_result, …: not the read loop's business
+    return None  # server_tool_use, mcp_tool_use, web_search_tool_result, …: the server's, never a client call
 
 
 def has_content(block: AssistantBlock) -> bool:
@@ -191,22 +196,27 @@ def map_stop_reason(reason: Any) -> StopReason:
     }.get(str(reason))
 
 
-def merge_usage(usage: Usage, reported: Any) -> None:
-    """Fold in message_start's or message_delta's usage: cumulative counts, so a later one wins.
-
+def merge_usage(usage: Usage, reported: Any, counts: dict[str, int]) -> None:
+    """Fold in message_start's or message_delta's usage. Each count is cumulative, field by
+    field: one that is there replaces the one before in ``counts``, one that is not keeps it.
     ``input_tokens`` excludes cache reads already; tokens written to the cache are input too.
+
+    >>> usage, counts = empty_usage(), {}
+    >>> merge_usage(usage, {"input_tokens": 17, "output_tokens": 1}, counts)
+    >>> merge_usage(usage, {"cache_creation_input_tokens": 10, "cache_read_input_tokens": 5}, counts)
+    >>> usage
+    {'inputTokens': 27, 'outputTokens': 1, 'cacheReadTokens': 5}
     """
     if reported is None:
         return
     if not isinstance(reported, dict):
         raise malformed("usage", reported, "an object")
-    if "input_tokens" in reported or "cache_creation_input_tokens" in reported:
-        written = token_count(reported, "cache_creation_input_tokens")
-        usage["inputTokens"] = token_count(reported, "input_tokens") + written
-    if reported.get("output_tokens") is not None:
-        usage["outputTokens"] = token_count(reported, "output_tokens")
-    if reported.get("cache_read_input_tokens") is not None:
-        usage["cacheReadTokens"] = token_count(reported, "cache_read_input_tokens")
+    for key in USAGE_FIELDS:
+        if reported.get(key) is not None:
+            counts[key] = token_count(reported, key)
+    usage["inputTokens"] = counts.get("input_tokens", 0) + counts.get("cache_creation_input_tokens", 0)
+    usage["outputTokens"] = counts.get("output_tokens", 0)
+    usage["cacheReadTokens"] = counts.get("cache_read_input_tokens", 0)
 
 
 def check_event(sse: SseEvent) -> None:

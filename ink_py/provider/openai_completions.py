@@ -84,7 +84,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         delta = choice.get("delta") or {}  # Azure sends choices without a delta
 
         # ① Save the text and tell the display at once.
-        content = delta.get("content")
+        content = delta.get("content") or delta.get("refusal")  # beyond §2: a refusal is the reply's words too
         if isinstance(content, str) and content != "":
             if text_block is None:
                 text_block = {"type": "text", "text": ""}
@@ -282,7 +282,7 @@ def whole_reply_as_sse(raw: bytes) -> bytes:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ProviderError(f"the server answered with JSON that is not a chat.completion: {raw[:120]!r}")
     message = choices[0].get("message") or {}
-    keys = ("content", "reasoning_content", "reasoning", "tool_calls")  # what assemble_stream reads
+    keys = ("content", "refusal", "reasoning_content", "reasoning", "tool_calls")  # what assemble_stream reads
     delta = {key: message[key] for key in keys if isinstance(message, dict) and message.get(key) is not None}
     chunk: dict[str, Any] = {
         "choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}]

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..core.abort import NEVER_ABORTED, AbortSignal
-from ..core.messages import AgentMessage, AssistantBlock, StopReason, Usage, empty_usage
+from ..core.messages import AgentMessage, AssistantBlock, StopReason, ToolCallBlock, Usage, empty_usage
 from .base import HttpProvider, check_fields, finish_tool_arguments, finished_message, malformed, token_count
 from .errors import server_message
 from .shared import SseEvent, abort_safe, guarded, parse_sse
@@ -41,6 +41,7 @@ END_EVENTS = {"response.completed", "response.incomplete"}
 FAILURES = ("error", "response.failed")  # the events that end a reply with the server's error (a tuple: == only)
 # The JSON type of each field an event may carry that the loop reads (check_event).
 EVENT_FIELDS = (("item_id", (int, str)), ("output_index", (int, str)), ("item", (dict,)), ("response", (dict,)))
+ITEM_FIELDS = (("id", (int, str)), ("call_id", (int, str)), ("name", (str,)))  # the item an .added/.done carries
 RESPONSE_FIELDS = (("incomplete_details", (dict,)), ("usage", (dict,)), ("status", (str,)))
 
 
@@ -69,8 +70,9 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
         data = sse["data"]
         # beyond §2.1: the event's name decides (a proxy that drops `event:` lines leaves data.type)
         kind = sse["event"] if sse["event"] != "message" else str(data.get("type"))
-        # The item this event is about: by item_id when known, else output_index.
-        index = index_by_item.get(data.get("item_id"), data.get("output_index"))
+        # The item this event is about: by its id when known, else output_index (llama-server sends none).
+        item_id = data["item_id"] if "item_id" in data else (data.get("item") or {}).get("id")
+        index = index_by_item.get(item_id, data.get("output_index", item_id))
 
         implied = kind in DELTA_EVENTS and index not in block_by_index  # beyond §2: a delta with no .added
         if kind == "response.output_item.added" or implied:
@@ -81,8 +83,8 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 block_by_index[index] = block
                 blocks.append(block)
                 parts_by_index[index] = []
-                if isinstance(item.get("id"), str | int) and not isinstance(item["id"], bool):
-                    index_by_item[item["id"]] = index
+                if item_id is not None:
+                    index_by_item[item_id] = index
                 if block["type"] == "toolCall":
                     yield {"type": "tool_call_start", "id": block["id"], "name": block["name"]}
                     if isinstance(item.get("arguments"), str) and item["arguments"] != "":
@@ -112,6 +114,8 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 if not parts_by_index[index] and whole != "":  # beyond §2: some servers send only .done
                     yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": whole}
                 parts_by_index[index] = [whole]  # the server's whole string is the call
+            if block["type"] == "toolCall" and kind == "response.output_item.done":
+                finish_item(block, data.get("item") or {})  # the finished item's call_id and name are final
 
         # ③ How the reply ended: no finish_reason here, the response's status says it (§4.1, §4.4).
         elif kind in END_EVENTS:
@@ -155,6 +159,15 @@ def open_item(item: dict[str, Any], index: Any) -> AssistantBlock | None:
     return None  # web_search_call, file_search_call, …: not the read loop's business
 
 
+def finish_item(block: ToolCallBlock, item: dict[str, Any]) -> None:
+    """``output_item.done``'s item is authoritative: a provisional ``call_id`` (or name) from
+    ``.added`` is replaced, so the tool result goes back under the id the server finalised."""
+    if item.get("call_id"):
+        block["id"] = str(item["call_id"])
+    if item.get("name"):
+        block["name"] = str(item["name"])
+
+
 def map_status(status: Any, reason: Any, has_calls: bool) -> StopReason:
     """The response's status (and incomplete reason) → Ink's stopReason (article 4.4's table).
 
@@ -196,6 +209,8 @@ def check_event(sse: SseEvent) -> None:
         if "response" not in data:
             return  # the usual event: a delta of an item named by both
     check_fields(data, EVENT_FIELDS)
+    if "item" in data:
+        check_fields(data["item"] or {}, ITEM_FIELDS)
 
 
 def raise_server_error(name: str, data: dict[str, Any]) -> None:
@@ -223,18 +238,18 @@ def to_wire_input(messages: list[AgentMessage]) -> list[dict[str, Any]]:
     ...      "arguments": {"path": "README.md"}}], "usage": {}, "stopReason": "tool_use"},
     ...     {"role": "toolResult", "results": [{"toolCallId": "t1", "toolName": "read",
     ...      "content": "# ink_py", "isError": False}]}])   # doctest: +NORMALIZE_WHITESPACE
-    [{'role': 'user', 'content': 'hi'},
+    [{'type': 'message', 'role': 'user', 'content': 'hi'},
      {'type': 'function_call', 'call_id': 't1', 'name': 'read', 'arguments': '{"path": "README.md"}'},
      {'type': 'function_call_output', 'call_id': 't1', 'output': '# ink_py'}]
     """
     wire: list[dict[str, Any]] = []
     for message in messages:
         if message["role"] == "user":
-            wire.append({"role": "user", "content": message["content"]})
+            wire.append({"type": "message", "role": "user", "content": message["content"]})
         elif message["role"] == "assistant":
             text = "\n".join(block["text"] for block in message["blocks"] if block["type"] == "text")
             if text:
-                wire.append({"role": "assistant", "content": text})
+                wire.append({"type": "message", "role": "assistant", "content": text})  # llama-server needs the type
             for block in message["blocks"]:
                 if block["type"] == "toolCall":
                     arguments = json.dumps(block["arguments"], ensure_ascii=False)

@@ -308,7 +308,7 @@ def sniffed(
     first = head.lstrip(BLANK)[:1]
     shown = f"Content-Type: {content_type or 'none'}"
     if first == b"" and len(head) <= SNIFF_LIMIT:
-        raise ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
+        raise no_reply(shown, empty_note)
     if first == b"{":
         return iter([whole_reply(read_at_most(head, reads, WHOLE_REPLY_LIMIT))])
     if first == b"<" and "event-stream" not in content_type:  # a web page: the base URL is not the API's
@@ -318,7 +318,45 @@ def sniffed(
         )
     if first and "event-stream" not in content_type and first not in SSE_STARTS:
         raise ProviderError(f"the server's reply is not an event stream ({shown}); it began: {head[:120]!r}")
+    if first == b":":  # a comment first: keep-alives while the server thinks, or nothing but them
+        return until_an_event(head, reads, no_reply(f"{shown}, only comments", empty_note))  # beyond §2
     return itertools.chain([head], reads)
+
+
+def no_reply(shown: str, empty_note: str) -> ProviderError:
+    """The one message for a 200 reply without a single event: empty, or comments only."""
+    return ProviderError(f"the server sent an empty response body (HTTP 200, {shown}): no reply at all{empty_note}")
+
+
+def opens_a_field(data: bytes) -> bool:
+    """Whether a line that starts after a line end in ``data`` is a field (``data:``, ``event:``, …),
+    not a comment or a blank line."""
+    return any(line[:1] not in (b"", b":") for line in data.replace(b"\r", b"\n").split(b"\n")[1:])
+
+
+def until_an_event(head: bytes, reads: Iterable[bytes], nothing: ProviderError) -> Iterator[bytes]:
+    """``head`` (which opens with a comment) and the other reads, passed on; a body that ends
+    having held only comments and blank lines raises ``nothing`` — no reply at all, not a
+    reply cut short (llama-cpp-python may send only ``: ping - <time>`` and close). Each line
+    is judged by its first byte, and only until the first line that is a field (``data:``, …).
+
+    >>> list(until_an_event(b": ping\\r\\n", [b"\\r\\ndata: 1\\n\\n"], ProviderError("none")))
+    [b': ping\\r\\n', b'\\r\\ndata: 1\\n\\n']
+    >>> list(until_an_event(b": ping\\r\\n\\r\\n", [b": ping"], ProviderError("none")))
+    Traceback (most recent call last):
+    ink_py.provider.types.ProviderError: none
+    """
+    reads = iter(reads)
+    yield head
+    data = b"\n" + head.lstrip(BLANK)  # a byte-order mark and blank lines before the first comment
+    while not opens_a_field(data):
+        opens_a_line = data.endswith((b"\r", b"\n"))
+        read = next(reads, None)
+        if read is None:
+            raise nothing
+        yield read
+        data = b"\n" + read if opens_a_line else read
+    yield from reads
 
 
 def read_at_most(head: bytes, reads: Iterable[bytes], limit: int) -> bytes:
