@@ -235,7 +235,11 @@ def test_a_setting_it_cannot_use_is_one_error_line_and_the_server_stops(tmp_path
     done = subprocess.run(COMMANDS["gunicorn"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0  # gunicorn halts ("App failed to load") instead of starting workers forever
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert lines[:1] == ["error: name the model to use: --model NAME (or set INK_MODEL)"]
+    assert lines[:1] == [
+        "error: OPENAI_BASE_URL=http://127.0.0.1:9/v1 (from the environment) points ink-py at that endpoint, "
+        "which needs a model: --model NAME (or set INK_MODEL); or `unset OPENAI_BASE_URL` to use the built-in "
+        "scripted model"
+    ]
     assert "Traceback" not in done.stderr
 
 

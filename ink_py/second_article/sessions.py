@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import Protocol
 
-from ..arguments import UsageError
+from ..arguments import UsageError, encodable_text
 from ..chat import message_problem
 from ..core.abort import start_thread
 from ..core.messages import AgentMessage
@@ -178,7 +178,7 @@ class SqliteConversations:
         """Keep ``history``, unless another process took the session over (our lease ran out)."""
         with self._lock:
             self._held.discard(session)
-        text = json.dumps(history)  # ASCII: a lone surrogate is stored as \\ud800, never an error
+        text = encodable_text(json.dumps(history, ensure_ascii=False))  # a lone surrogate as U+FFFD, as /save
         with self._writing() as db:
             db.execute(
                 "INSERT INTO conversations (id, history, chars, used, owner, lease) VALUES (?, ?, ?, ?, NULL, NULL) "
