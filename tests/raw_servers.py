@@ -55,7 +55,8 @@ def run_measured(
     peak_file = tempfile.NamedTemporaryFile(delete=False)
     peak_file.close()
     probe = str(Path(__file__).parent / "memprobe")
-    python_path = os.pathsep.join(p for p in (probe, os.environ.get("PYTHONPATH")) if p)
+    # this checkout first: a child tests the code beside these tests, not an editable install's
+    python_path = os.pathsep.join(p for p in (probe, str(ROOT), os.environ.get("PYTHONPATH")) if p)
     full_env = {
         **os.environ,
         "NO_COLOR": "1",
