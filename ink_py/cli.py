@@ -124,7 +124,7 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
         default="auto",
         metavar="auto|required|none|NAME",
         help="what the model is told about calling tools; NAME forces that tool on the first turn only, "
-        "then auto (default: auto; see the README)",
+        "then auto (default: auto; see docs/dialects.md)",
     )
     run.add_argument(
         "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"

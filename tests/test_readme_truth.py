@@ -1,5 +1,6 @@
 """The READMEs are true: every flag they show exists on its command, and their sample output
-is what the program prints now (issue 22, items 3 and 9).
+is what the program prints now (issue 22, items 3 and 9). The same holds for the docs/ pages the
+READMEs' details moved to when they were cut to a reader's length (issue 18, item 7): ``DOCS``.
 
 Flags: each ``ink-py …`` command line (``sh`` blocks, inline code, the usage block; a
 comment's ``--flag`` too, as in ``# add --base-url URL``) names its command, and every
@@ -8,7 +9,8 @@ written alone (`` `--serial-tools` ``, the flags table) belongs to the section i
 section's first ``ink-py`` command shown as one (in a block, or with flags) says which
 (none: ``ink-py``'s own, unless the section shows only other programs). Samples: the ``text`` blocks that begin like
 ``ink-py``'s and ``ink-py chat``'s output are compared with a real run on the built-in model
-in this checkout (a line ``…`` stands for lines left out; the port is any port).
+in this checkout (a line ``…`` stands for lines left out; the port is any port): ``ink-py``'s in
+both READMEs, ``ink-py chat``'s in docs/usage.md.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 from .helpers import ROOT, cli_env
 
 READMES = {"en": ROOT / "README.md", "zh": ROOT / "README.zh-CN.md"}
+DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("usage", "dialects", "second-article")}
 COMMAND_WORDS = ("ink-py", "python", "pip", "pytest", "curl", "printf", "export", ".ci/")
 NOT_INK_PY = {"--impl"}  # pytest's option (ink_py/course/impl_option.py), named in the exercises section
 _HEADING = re.compile(r"^#{2,3} ", re.MULTILINE)
@@ -125,10 +128,11 @@ def accepted_flags(path: tuple[str, ...]) -> set[str]:
     return set(_FLAG.findall(text))
 
 
-@pytest.mark.parametrize("readme", READMES, ids=list(READMES))
+@pytest.mark.parametrize("readme", [*READMES, *DOCS])
 def test_every_flag_a_readme_shows_exists_on_its_command(readme: str) -> None:
-    promised = promised_flags(READMES[readme].read_text(encoding="utf-8"))
-    assert ((), "--tool-choice") in promised and (("serve",), "--serial-tools") in promised  # the issue's own
+    promised = promised_flags({**READMES, **DOCS}[readme].read_text(encoding="utf-8"))
+    if readme in READMES:
+        assert ((), "--tool-choice") in promised and (("serve",), "--serial-tools") in promised  # the issue's own
     missing = sorted(
         f"ink-py {' '.join(path)} {flag}".replace("  ", " ")
         for path, flag in promised
@@ -151,6 +155,11 @@ SAMPLES = {  # how a sample begins → the run it shows
     "(no --base-url: a built-in scripted model": ([], None),
     "› 项目怎样启动?": (["chat", "--scenario", "length-text"], CHAT_INPUT),
 }
+SHOWN_IN = [  # (page, how its sample begins)
+    ("en", "(no --base-url: a built-in scripted model"),
+    ("zh", "(no --base-url: a built-in scripted model"),
+    ("usage", "› 项目怎样启动?"),
+]
 
 
 def samples(text: str) -> dict[str, list[str]]:
@@ -201,13 +210,12 @@ def sample_mismatch(sample: list[str], actual: list[str]) -> str:
     return ""
 
 
-@pytest.mark.parametrize("start", SAMPLES, ids=["ink-py", "chat"])
-@pytest.mark.parametrize("readme", READMES, ids=list(READMES))
+@pytest.mark.parametrize("readme, start", SHOWN_IN, ids=["en-ink-py", "zh-ink-py", "usage-chat"])
 def test_the_sample_output_is_what_the_program_prints(readme: str, start: str) -> None:
-    sample = samples(READMES[readme].read_text(encoding="utf-8")).get(start)
-    assert sample is not None, f"the {readme} README has no sample beginning {start!r}"
+    sample = samples({**READMES, **DOCS}[readme].read_text(encoding="utf-8")).get(start)
+    assert sample is not None, f"the {readme} page has no sample beginning {start!r}"
     problem = sample_mismatch(sample, shown(start))
-    assert problem == "", f"{readme} README: {problem}; the program prints:\n" + "\n".join(shown(start))
+    assert problem == "", f"{readme}: {problem}; the program prints:\n" + "\n".join(shown(start))
 
 
 def test_a_stale_sample_is_found() -> None:

@@ -6,7 +6,7 @@ none → done), §4.4 ``fail_tool_calls_from_truncated_message``, then ``execute
 and the checks every call passes. Whatever the model gets wrong — an unknown tool, bad
 arguments, a tool that raises, a reply cut at the output limit — goes back to it as an
 ``isError`` tool result; the process never crashes on it. Differences from the TypeScript
-are tagged ``beyond §`` where they happen; walkthrough.md explains them.
+are tagged ``beyond §`` where they happen; walkthrough.md explains them (the bounds: docs/hardening.md).
 
     >>> error_result({"id": "t1", "name": "read"}, "Error: no such file")["isError"]
     True

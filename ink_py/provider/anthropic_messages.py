@@ -18,7 +18,7 @@ no ``[DONE]``: ``message_stop`` ends a reply. Sections: §2's core loop
     ['tool_call_start', 'tool_call_delta', 'message_end']
 
 Differences from the other dialects are tagged ``beyond §`` where they happen;
-walkthrough.md compares the three side by side.
+docs/dialects.md compares the three side by side.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ by index — §2.2, ③ the finish reason, ④ parse the arguments — §4.3, th
 the wrong type, named); part 01's request (``to_wire_messages``, ``build_request_body``); last
 ``OpenAICompletionsProvider``, whose ``stream`` (provider/base.py) posts the request and hands
 the body to ``assemble_stream``. Differences from the TypeScript are tagged ``beyond §``;
-walkthrough.md explains them. "读取 README" in two reads::
+walkthrough.md explains them (``check_chunk``: docs/hardening.md). "读取 README" in two reads::
 
     >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
     ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',

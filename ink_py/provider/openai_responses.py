@@ -16,7 +16,7 @@ loop (``assemble_stream``, steps ①–④ as in openai_completions.py), the req
     ['tool_call_start', 'tool_call_delta', 'message_end']
 
 Differences from the other dialects are tagged ``beyond §`` where they happen;
-walkthrough.md compares the three side by side.
+docs/dialects.md compares the three side by side.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Sections: the article's four — §2.1 ``parse_sse`` (bytes → frames) and ``pa
 frame → ``{"event", "data"}``), §4.2 ``abort_safe``, §4.3 ``safe_parse_json`` — then the
 guards composed around them (beyond §2.1): ``guarded`` (line ends, a BOM, the cap on one
 event, a body that ends inside one) and ``sniffed`` (a 200 body that is not SSE); a key the
-server echoes is redacted before (redaction.py · ``redact_reads``). Each guard is its own stage, tagged ``beyond §``;
-walkthrough.md explains them. Article 2.1's event in two reads::
+server echoes is redacted before (redaction.py · ``redact_reads``). Each guard is its own stage, tagged
+``beyond §``; walkthrough.md §2.1, docs/real-servers.md, docs/hardening.md explain them. §2.1's event in two reads::
 
     >>> reads = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,',
     ...          b'"id":"t1","function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n']

@@ -7,7 +7,7 @@ a URL that cannot work, https to a plain-http port, a refused certificate — sa
 ``waiting_notice``), ``read_body`` (the body as reads, each one
 what has arrived), ``read_failure`` (a read that broke, in words) and ``interrupt_response``
 (an abort wakes a blocked read). Differences from the TypeScript are tagged ``beyond §``;
-walkthrough.md explains them.
+walkthrough.md §2.1 and §4.2 explain them, docs/hardening.md and docs/real-servers.md the rest.
 
     >>> is_retryable_status(429), is_retryable_status(501), round(backoff_seconds(1), 1) <= 0.6
     (True, False, True)
