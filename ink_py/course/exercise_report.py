@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any, TypedDict
 from xml.sax.saxutils import quoteattr
 
+from ..atomic import write_text_atomically
 from .catalogue import EXERCISES, ExerciseError
 from .checker import check, describe_failure, run_tests
 from .progress import next_step
+from .state import is_working_copy, load_state, now
 from .stubs import available
-from .working_copy import is_working_copy, load_state, now, shown, write_file
+from .working_copy import shown
 
 REPORT_JSON, REPORT_XML = "exercise-report.json", "exercise-report.xml"  # what `report` writes by default
 
@@ -130,8 +132,8 @@ def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
             if not green:
                 row["summary"] = describe_failure(number, report, folder).split("\n")[0]
         rows.append(row)
-    write_file(json_path, report_json(folder.name, now(), rows) + "\n")
-    write_file(xml_path, junit_xml(folder.name, rows) + "\n")
+    write_text_atomically(json_path, report_json(folder.name, now(), rows) + "\n")
+    write_text_atomically(xml_path, junit_xml(folder.name, rows) + "\n")
     green = sum(row["state"] == "green" for row in rows)
     return f"{green} of {len(rows)} exercises green · wrote {json_path} and {xml_path} (JUnit)"
 
