@@ -20,8 +20,8 @@ import pytest
 from ink_py.course import exercises as ex
 from ink_py.course.catalogue import exercise_number
 from ink_py.course.exercises import read_command
+from ink_py.course.state import is_working_copy, load_state
 from ink_py.course.stubs import find_regions, is_stub
-from ink_py.course.working_copy import is_working_copy, load_state
 
 from .test_exercises import AVAILABLE, files_of, put_back
 
