@@ -10,7 +10,7 @@ or not at all. ``os.replace`` is atomic on POSIX and on Windows for a file in th
     >>> write_text_atomically(target, "读取 README\\n"); target.read_text(encoding="utf-8")
     '读取 README\\n'
 
-``write_new_text_atomically`` is the same for a name that must be new (a backup, a numbered
+``write_new_bytes_atomically`` (and ``…_text_…``) is the same for a name that must be new (a backup, a numbered
 file): the name is claimed with a hard link, which fails if it exists — two writers never
 share a name, and neither can overwrite what the other wrote.
 """
@@ -33,25 +33,30 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def write_new_text_atomically(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path``, which must not exist: FileExistsError if it does (or appears
+def write_new_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path``, which must not exist: FileExistsError if it does (or appears
     meanwhile), and then nothing is changed. The content appears whole, under a name no one else got.
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "backup-1.py"
-    >>> write_new_text_atomically(target, "mine\\n")
-    >>> write_new_text_atomically(target, "theirs\\n")
+    >>> write_new_bytes_atomically(target, b"mine\\n")
+    >>> write_new_bytes_atomically(target, b"theirs\\n")
     Traceback (most recent call last):
     FileExistsError: ...
-    >>> target.read_text()
-    'mine\\n'
+    >>> target.read_bytes()
+    b'mine\\n'
     """
     target = Path(path)
-    temporary = written_beside(target, text.encode(encoding))
+    temporary = written_beside(target, data)
     try:
         os.link(temporary, target)  # atomic, and refuses an existing name
     finally:
         discard(temporary)
+
+
+def write_new_text_atomically(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """``write_new_bytes_atomically`` of ``text``, encoded first."""
+    write_new_bytes_atomically(path, text.encode(encoding))
 
 
 def written_beside(target: Path, data: bytes) -> str:

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_new_text_atomically, write_text_atomically
+from ..atomic import write_new_bytes_atomically, write_text_atomically
 from .catalogue import EXERCISES
 from .stubs import OPEN, PACKAGE_DIR, MarkerError, body_of, find_regions, group_by_file, is_stub, package_regions
 
@@ -56,8 +56,13 @@ def load_state(folder: Path) -> dict[str, Any]:
     if not isinstance(value, dict):
         return repaired(folder, rebuilt(folder), [f"not a JSON object but {type(value).__name__}"])
     state, problems = checked_state(value)
-    if "started" in problems_fields(problems) and state.get("made_by") == MADE_BY:
-        state["started"] = rebuilt(folder).get("started", [])
+    wrong = problems_fields(problems)
+    if wrong & {"made_by", "started"}:  # what makes the folder a copy, or what was done in it: from the copy
+        found = rebuilt(folder)
+        if found and "made_by" in wrong:
+            state["made_by"] = MADE_BY
+        if found and ("started" in wrong or "started" not in state):
+            state["started"] = found["started"]
     return repaired(folder, state, problems) if problems else state
 
 
@@ -111,7 +116,7 @@ def checked_state(value: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             continue
         kept = {}
         for key, entry in table.items():
-            number = int(key) if isinstance(key, str) and key.isdigit() and len(key) < 3 else 0
+            number = int(key) if isinstance(key, str) and re.fullmatch(r"[1-9][0-9]?", key) else 0  # not "²", not "01"
             if number not in EXERCISES:
                 problems.append(f"{name}: {shown(key)} is not an exercise")
             elif not valid(number, entry):
@@ -168,8 +173,7 @@ def repaired(folder: Path, state: dict[str, Any], problems: list[str]) -> dict[s
     """Keep the damaged file under a new name, write ``state`` in its place, and say so in one line."""
     path = folder / STATE_FILE
     try:
-        old = path.read_bytes()[:MAX_STATE_BYTES].decode("utf-8", "replace")
-        kept = keep_copy(path, old)
+        kept = keep_copy(path, path.read_bytes()[:MAX_STATE_BYTES])
         if state:
             save_state(folder, state)
         else:
@@ -182,12 +186,12 @@ def repaired(folder: Path, state: dict[str, Any], problems: list[str]) -> dict[s
     return state
 
 
-def keep_copy(path: Path, text: str) -> Path:
-    """``text`` under the first free name ``path.damaged-N``: never over an earlier copy."""
+def keep_copy(path: Path, data: bytes) -> Path:
+    """``data`` under the first free name ``path.damaged-N``: never over an earlier copy."""
     for number in range(1, 1000):
         kept = path.with_name(f"{path.name}.damaged-{number}")
         try:
-            write_new_text_atomically(kept, text)
+            write_new_bytes_atomically(kept, data)
             return kept
         except FileExistsError:
             continue
