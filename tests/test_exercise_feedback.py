@@ -178,6 +178,14 @@ WRONG = [
      "exercise 7 · safe-parse-json — not yet", ["test_safe_parse_json[nan]", "got       {'n': nan}"]),
     ("ex8-clears-the-refused-arguments", 8, {8: TRUNCATED_CLEARS_THE_ARGUMENTS},
      "exercise 8 · truncated-calls — not yet", ["test_a_refused_call_stays_in_the_history_as_the_model_sent_it"]),
+    # Issue 21 §3: a failure only a property test finds is named, with Hypothesis's smallest example, shortly.
+    ("ex9-waits-for-an-id-to-split", 9,
+     {9: ('if piece["id"] is not None and piece["id"] != call["id"]:',
+          'if piece["id"] is not None and call["id"] is not None and piece["id"] != call["id"]:')},
+     "exercise 9 · chunk-concat — not yet",
+     ["tests passed, then test_any_quirky_stream_gives_the_same_message_or_error_by_concat failed.\n",
+      "fed       the smallest input Hypothesis found:\n            chunks=[{'choices':", "more lines)",
+      "walkthrough.md §6.1", "!reproduce_failure", "!Failing test case", "!data = b'", "!@seed"]),
     # Three exercises of one loop started, none written: each check says its own is not written — no circle.
     *[(f"ex3-4-5-started-check-{n}", n, {3: STUB, 4: STUB, 5: STUB},
        f"exercise {n} · {EXERCISES[n]['slug']} — not written yet", [f"hint {n}", "!finish exercise"])
@@ -199,6 +207,7 @@ WRONG = [
      "exercise 8 · truncated-calls — not yet", ["output token limit", "walkthrough.md §4.4"]),
 ]  # fmt: skip
 NEVER = ["Traceback", "expected  None\n", "got       None\n"]  # a "!word" in a row: never that either
+MAX_LINES = 40  # what check says fits on a screen: no dump
 
 PARSE_SSE_AS_A_CLASS = """
     class Frames:
@@ -269,11 +278,66 @@ ABORT_SAFE_BY_HAND = """
         yield item
 """
 
+MAP_FINISH_REASON_AS_IFS = """
+    if reason == "tool_calls":
+        return "tool_use"
+    if reason == "stop":
+        return "end_turn"
+    if reason == "length":
+        return "max_tokens"
+    return None
+"""
+
+SAFE_PARSE_JSON_WITH_OWN_HOOKS = """
+    def refuse(text: str) -> Any:
+        raise ValueError(f"not a finite number: {text}")
+
+    def finite(text: str) -> float:
+        number = float(text)
+        return number if math.isfinite(number) else refuse(text)
+
+    try:
+        value = json.loads(raw, parse_constant=refuse, parse_float=finite)
+    except (ValueError, RecursionError):
+        return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
+    if nesting_depth(value) > MAX_ARGUMENT_DEPTH:
+        return {"_parseError": f"tool arguments were nested more than {MAX_ARGUMENT_DEPTH} deep", "raw": raw[:500]}
+    return value
+"""
+
+TRUNCATED_EVENTS_AROUND_THE_RESULT = """
+    for call in tool_calls:
+        if on_event:
+            on_event(tool_start_event(call))
+        text = (
+            "Error: this reply hit the output token limit (finish_reason: length), so the arguments of "
+            + clipped(call["name"])
+            + " may be truncated; the call was not run. Send the call again with complete arguments."
+        )
+        results.append(error_result(call, text))
+        if on_event:
+            on_event({"type": "tool_end", "result": results[-1]})
+"""
+
+ADD_TOOL_PIECE_WITH_NEXT = """
+    latest = next((i for i in reversed(range(len(calls))) if calls[i]["index"] == piece["index"]), None)
+    if latest is None or (piece["id"] is not None and piece["id"] != calls[latest]["id"]):
+        calls.append(piece)
+        return True
+    call = calls[latest]
+    calls[latest] = {**call, "name": call["name"] or piece["name"], "args": call["args"] + piece["args"]}
+    return False
+"""
+
 # (id, exercise checked, {exercise: solution}): correct, but not the reference's code — green.
 RIGHT = [
     ("right-ex1-by-hand", 1, {1: PARSE_FRAME_BY_HAND}),
     ("right-ex2-as-a-class", 2, {1: None, 2: PARSE_SSE_AS_A_CLASS}),
+    ("right-ex5-ifs", 5, {5: MAP_FINISH_REASON_AS_IFS}),
     ("right-ex6-by-hand", 6, {2: None, 6: ABORT_SAFE_BY_HAND}),
+    ("right-ex7-own-hooks", 7, {7: SAFE_PARSE_JSON_WITH_OWN_HOOKS}),
+    ("right-ex8-events-around", 8, {8: TRUNCATED_EVENTS_AROUND_THE_RESULT}),
+    ("right-ex9-with-next", 9, {9: ADD_TOOL_PIECE_WITH_NEXT}),
 ]
 
 
@@ -286,7 +350,7 @@ def write_solution(copy: Path, number: int, solution) -> None:
     put_back(copy, number)  # the reference's code everywhere else; a new body for the exercise's function
     relative, _, function = EXERCISES[number]["functions"][0].partition(":")
     text = (copy / relative).read_text(encoding="utf-8")
-    [region] = [r for r in function_regions(text) if r["number"] == number]
+    region = [r for r in function_regions(text) if r["number"] == number][0]  # the first function's (in file order)
     body = textwrap.dedent(solution).strip("\n")
     lines = [region["indent"] + line if line else "" for line in body.split("\n")]
     (copy / relative).write_text(replace_body(text, region, lines), encoding="utf-8")
@@ -324,9 +388,26 @@ def test_a_natural_wrong_solution_fails_with_the_right_words(checked, name, numb
         assert word in said, f"{word!r} missing from:\n{said}"
     for word in NEVER + [w[1:] for w in words if w.startswith("!")]:
         assert word not in said, f"{word!r} in:\n{said}"
+    assert len(said.split("\n")) <= MAX_LINES, said
 
 
 @pytest.mark.parametrize("name, number, solutions", RIGHT, ids=[row[0] for row in RIGHT])
 def test_a_correct_solution_written_differently_is_green(checked, name, number, solutions):
     said, _ = checked[name]
     assert said == "passed", said
+
+
+def test_the_course_page_lists_every_attempt_with_its_outcome():
+    """docs/course.md's table of attempts is these rows: each wrong one red, naming the exercise the
+    check sends the student to; each correct one green."""
+    import re
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "course.md").read_text(encoding="utf-8")
+    table = {m[1]: (int(m[2]), m[3]) for m in re.finditer(r"^\| `([\w-]+)` \| (\d) \| .*? \| ([^|]+) \|$", page, re.M)}
+    wanted = {}
+    for name, number, _, first, words in WRONG:
+        said = [first, *[w for w in words if not w.startswith("!")]]
+        sent = re.search(r"(?:broke in|fix|finish) exercise (\d)", " ".join(said))
+        wanted[name] = (number, f"red · exercise {sent[1] if sent else number}")
+    wanted.update({name: (number, "green") for name, number, _ in RIGHT})
+    assert {name: (n, outcome.split(" (")[0].strip()) for name, (n, outcome) in table.items()} == wanted

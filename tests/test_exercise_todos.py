@@ -106,7 +106,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
         "the first text opens the reply's one text block, kept in blocks": [
             A + "test_text_is_one_block_even_when_tool_calls_arrive_between",
         ],
-        'not Ink\'s `textBlock.text += content`: ④ sets text_block["text"] once': [
+        '④ overwrites text_block["text"] with "".join(text_parts): not Ink\'s +=': [
             A + "test_text_deltas_are_yielded_as_they_arrive_and_joined_in_the_message",
             A + "test_long_text_in_many_pieces_takes_linear_time_like_the_reference",
         ],
@@ -290,3 +290,30 @@ def test_every_exercise_test_that_explains_itself_does_so_in_chinese_too(selecte
         if doc and "\n中文:" not in "\n" + doc:
             untranslated.add(f"{path}::{name.split('[')[0]}")
     assert untranslated == set()
+
+
+def test_an_about_line_is_whole_sentences(selected):
+    """``check``'s about line is the docstring's first paragraph, joined — never cut at a line's end."""
+    from ink_py.course.check_plugin import about
+
+    for node in selected:
+        path, _, name = node.partition("::")
+        doc = docstrings(path).get(name.split("[")[0], "")
+        for language in ("en", "zh") if doc else ():
+            line = about(doc, language)
+            assert line and line[-1] in ".。)!?", (node, language, line)
+            assert "\n" not in line and "  " not in line
+
+
+def test_the_course_page_lists_every_todo_clause_and_its_tests():
+    """docs/course.md ends with ``TODO_TESTS`` as tables, one per exercise, exactly."""
+    lines = []
+    for number, clauses in TODO_TESTS.items():
+        exercise = EXERCISES[number]
+        lines += [f"### Exercise {number} · {exercise['slug']} (marker `ex{number}`)", "", "| TODO clause | tests |"]
+        lines.append("|---|---|")
+        for clause, tests in clauses.items():
+            lines.append(f"| {clause} | " + "<br>".join(f"`{t.removeprefix('tests/')}`" for t in tests) + " |")
+        lines.append("")
+    page = (ROOT / "docs" / "course.md").read_text(encoding="utf-8")
+    assert page[page.index("### Exercise 1 ") :].rstrip("\n") == "\n".join(lines).rstrip("\n")

@@ -267,7 +267,7 @@ def plain_words(failure: dict[str, Any], language: str | None = None) -> tuple[s
     compare = failure.get("compare")
     kind, raises = failure["kind"], failure.get("raises")
     expected_value = compare["right"] if compare and compare["op"] in ("==", "is") else failure.get("expected_value")
-    fed = fed_words(failure, {expected_value, compare["left"] if compare else None})
+    fed = fed_words(failure, {expected_value, compare["left"] if compare else None}, language)
     fed = fed or say("test_builds", language, file=failure["file"], line=failure["line"])
 
     if kind == "explained":  # the test said it in words: "expected: …" and "got: …"
@@ -295,20 +295,32 @@ def plain_words(failure: dict[str, Any], language: str | None = None) -> tuple[s
         return fed, expected, say("different_error", language, message=failure["message"])
     if expected_value is not None:  # `assert f(x) == expected` raised before it could compare: show what it wanted
         return fed, expected_value, say("an_error", language, message=failure["message"])
+    if line.startswith("assert "):  # `assert "x" in f(y)` raised: what was to hold
+        return fed, line.removeprefix("assert "), say("an_error", language, message=failure["message"])
     expected = say("no_error_from", language, line=line) if line else say("no_error", language)
     return fed, expected, say("an_error", language, message=failure["message"])
 
 
-def fed_words(failure: dict[str, Any], shown_elsewhere: set[str | None]) -> str:
+def fed_words(failure: dict[str, Any], shown_elsewhere: set[str | None], language: str = "en") -> str:
     """The test's input: its parameters and own variables (not the expected value, not what came back),
-    the SSE fixtures it read, and the notes it left (a falsifying example)."""
+    the SSE fixtures it read, and the notes it left. A property test's input is the smallest example
+    Hypothesis found (its note), not the variables built from it."""
+    notes = list(failure.get("notes", []))
+    example = next((n for n in notes if n.startswith(HYPOTHESIS_NOTES)), None)
+    if example is not None:
+        notes.remove(example)
+        arguments = [line.removeprefix("    ") for line in example.split("\n")[1:] if line.strip() != ")"]
+        return "\n".join([say("falsifying", language), *arguments, *failure.get("fixtures", []), *notes])
     values = {**dict(failure.get("params") or {}), **dict(failure.get("locals") or {})}
     lines = [
         f"{name} = {value}"
         for name, value in values.items()
         if value not in shown_elsewhere and "expect" not in name and name not in ("events", "error", "result")
     ]
-    return "\n".join([*lines[:6], *failure.get("fixtures", []), *failure.get("notes", [])])
+    return "\n".join([*lines[:6], *failure.get("fixtures", []), *notes])
+
+
+HYPOTHESIS_NOTES = ("Falsifying example:", "Failing test case:")  # how Hypothesis's note on a failure begins
 
 
 def got_words(value: str, language: str) -> str:

@@ -45,7 +45,12 @@ def say(key: str, language: str | None = None, **values: object) -> str:
 def label(key: str, language: str | None = None, width: int = 9) -> str:
     """A line's label (``expected``, ``期望``) padded to ``width`` terminal columns."""
     words = say(key, language)
-    return words + " " * max(1, width - sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in words))
+    return words + " " * max(1, width - columns(words))
+
+
+def columns(text: str) -> int:
+    """How many terminal columns ``text`` takes: a Chinese character two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 def todo_words(comment: str, language: str | None = None) -> str:
@@ -80,8 +85,8 @@ WORDS: dict[str, tuple[str, str]] = {
         "练习 {n} · {slug} —— 测试失败了,但没有留下报告;{reread}",
     ),
     "not_written": (
-        "exercise {n} · {slug} — not written yet: the stub still raises NotImplementedError ({where}).",
-        "练习 {n} · {slug} —— 还没写:桩仍在抛出 NotImplementedError({where})。",
+        "exercise {n} · {slug} — not written yet: the stub at {where} still raises NotImplementedError.",
+        "练习 {n} · {slug} —— 还没写:{where} 的桩仍在抛出 NotImplementedError。",
     ),
     "not_written_many": (
         "exercise {n} · {slug} — not written yet: {count} stubs still raise NotImplementedError:",
@@ -146,7 +151,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "no_error": ("no error", "不出错"),
     "an_error": ("an error — {message}", "出错了 —— {message}"),
     "nothing_came_back": ("None (nothing: no value came back)", "None(什么都没有:没有返回值)"),
-    "falsifying": ("the smallest input Hypothesis found: {example}", "Hypothesis 找到的最小输入:{example}"),
+    "falsifying": ("the smallest input Hypothesis found:", "Hypothesis 找到的最小输入:"),
     # what comes next
     "next": (
         "next: exercise {n} · {slug} — ink-py exercise {verb} {n}{dir}",
@@ -167,6 +172,16 @@ WORDS: dict[str, tuple[str, str]] = {
     "suite_running": (
         "every exercise is green; running the whole suite on your copy (a few minutes) …",
         "所有练习都通过了;正在你的副本上跑整套测试(要几分钟)……",
+    ),
+    "suite_blames": (
+        "it ran exercise {other} · {other_slug}'s code (yours): its own tests pass, but this test of the "
+        "whole suite does not — re-read walkthrough.md {section}, then ink-py exercise check --all",
+        "它运行了练习 {other} · {other_slug} 的代码(你写的):那个练习自己的测试都通过了,整套测试里的这个却没有 —— "
+        "重读 walkthrough.md {section},然后 ink-py exercise check --all",
+    ),
+    "suite_no_exercise": (
+        "it ran none of the exercises' code: the reference should pass it — tell your teacher",
+        "它没有运行任何练习的代码:参考实现应当通过它 —— 请告诉老师",
     ),
     "exact_words": (
         "the tests compare these words exactly; use them as they are:",
@@ -218,8 +233,8 @@ TODOS_ZH: dict[str, str] = {
     "the first text opens the reply's one text block, kept in blocks": (
         "第一段文本才创建这条回复唯一的文本块,放进 blocks"
     ),
-    'not Ink\'s `textBlock.text += content`: ④ sets text_block["text"] once': (
-        '不用 Ink 的 `textBlock.text += content`:第 ④ 步一次性设置 text_block["text"]'
+    '④ overwrites text_block["text"] with "".join(text_parts): not Ink\'s +=': (
+        '第 ④ 步用 "".join(text_parts) 覆盖 text_block["text"]:不用 Ink 的 +='
     ),
     "the display gets each piece at once": "每一段都立刻交给显示层",
     # 4 tool calls

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import EXERCISES, ExerciseError
-from .language import say
+from .language import columns, say
 from .state import is_working_copy, load_state, save_state
 from .stubs import MarkerError, available, find_regions, group_by_file, is_stub, package_regions
-from .working_copy import columns, dir_argument, shown
+from .working_copy import dir_argument, shown
 
 # ── list and the next step ────────────────────────────────────────────────────────────
 

@@ -29,12 +29,11 @@ import io
 import json
 import re
 import tokenize
-import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
 from .catalogue import EXERCISES, ExerciseError, Region
-from .language import say, todo_words
+from .language import columns, say, todo_words
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reference the stubs are cut from
 QUOTING = ("course/exercises.py", "course/stubs.py")  # they describe the markers, they hold none
@@ -250,21 +249,28 @@ def stub_body(text: str, region: Region, language: str = "en") -> list[str]:
     return stub
 
 
+BREAK_AFTER = " ,;:,;:。、)"  # where a TODO line may be wrapped
+
+
 def todo_lines(indent: str, comment: str, width: int = 110) -> list[str]:
-    """One TODO, wrapped at ``width`` columns: ``# TODO: …`` then ``#       …`` lines.
+    """One TODO, wrapped at ``width`` terminal columns: ``# TODO: …`` then ``#       …`` lines
+    (a Chinese character takes two columns; a line breaks after a space or a punctuation mark).
 
     >>> todo_lines("", "alpha beta gamma delta epsilon zeta", width=30)
     ['# TODO: alpha beta gamma delta', '#       epsilon zeta']
     """
-    import textwrap
-
     room = max(20, width - len(indent) - 8)
-    if any(unicodedata.east_asian_width(char) in "WF" for char in comment):
-        room //= 2  # Chinese: two columns a character, and no spaces to wrap at
-        return [f"{indent}{'# TODO: ' if i == 0 else '#       '}{comment[i * room : (i + 1) * room]}"
-                for i in range(max(1, -(-len(comment) // room)))]  # fmt: skip
-    lines = textwrap.wrap(comment, room, break_long_words=False, break_on_hyphens=False)
-    return [f"{indent}{'# TODO: ' if i == 0 else '#       '}{line}" for i, line in enumerate(lines or [""])]
+    lines: list[str] = []
+    line = ""
+    for char in comment:
+        line += char
+        if columns(line.rstrip()) > room:
+            breaks = [i + 1 for i, c in enumerate(line[:-1]) if c in BREAK_AFTER]
+            cut = breaks[-1] if breaks else len(line) - 1  # no place to break: mid-word, once
+            lines.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+    lines.append(line.rstrip())
+    return [f"{indent}{'# TODO: ' if i == 0 else '#       '}{text}" for i, text in enumerate(lines)]
 
 
 def region_messages(text: str, region: Region) -> list[str]:

@@ -18,12 +18,11 @@ import shlex
 import shutil
 import sys
 import tempfile
-import unicodedata
 from pathlib import Path
 
 from ..atomic import write_new_text_atomically, write_text_atomically
 from .catalogue import EXERCISES, ExerciseError, Region
-from .language import course_language
+from .language import columns, course_language
 from .state import MADE_BY, STATE_FILE, is_working_copy, load_state, now, save_state
 from .stubs import (
     PACKAGE_DIR,
@@ -273,7 +272,3 @@ def fit(line: str, width: int) -> str:
             line += "…"
             break
     return line + " " * (width - columns(line))
-
-
-def columns(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

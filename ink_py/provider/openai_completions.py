@@ -89,7 +89,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
             if text_block is None:  # the first text opens the reply's one text block, kept in blocks
                 text_block = {"type": "text", "text": ""}
                 blocks.append(text_block)
-            text_parts.append(content)  # not Ink's `textBlock.text += content`: ④ sets text_block["text"] once
+            text_parts.append(content)  # ④ overwrites text_block["text"] with "".join(text_parts): not Ink's +=
             yield {"type": "text_delta", "text": content}  # the display gets each piece at once
 
         # Reasoning text (DeepSeek's reasoning_content, OpenRouter's reasoning): shown, never sent back.
