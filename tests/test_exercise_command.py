@@ -400,6 +400,7 @@ def test_check_all_says_every_exercise_green_only_when_the_whole_suite_passes(
     assert "running the whole suite on your copy" in err
     if suite_green:
         assert code == 0 and "every exercise green — and the whole suite passes on your copy" in out
+        assert "the whole suite on your copy: all 1300 tests pass." in out
         assert load_state(tmp_path / "my_ink")["suite"] == "green"
     else:
         assert code == 1 and "every exercise green" not in out

@@ -135,7 +135,7 @@ def check_all(folder: Path) -> tuple[bool, str]:
 
 def whole_suite(folder: Path) -> tuple[str, str]:
     """``pytest --impl folder`` in full, once every exercise's own tests pass: ("green" or "red",
-    the first failure in words). Kept in the progress file: ``next_step`` reads it."""
+    in words: how many passed, or the first failure). Kept in the progress file: ``next_step`` reads it."""
     print(say("suite_running"), file=sys.stderr, flush=True)
     report = run_tests(folder, None)
     suite = "green" if report["exitstatus"] == 0 else "red"
@@ -143,9 +143,11 @@ def whole_suite(folder: Path) -> tuple[str, str]:
     state["suite"] = suite
     save_state(folder, state)
     failure = report.get("failure")
-    if suite == "green" or failure is None:
-        return suite, ""
     language = course_language()
+    if suite == "green":
+        return suite, say("suite_passed", language, passed=report["passed"])
+    if failure is None:
+        return suite, ""
     lines = [say("suite_failed", language, after=failed_after(report["passed"], failure["name"], language)), ""]
     lines += failure_lines(failure, language)
     ran = [n for n in (failure.get("regions") or []) if n in EXERCISES]

@@ -187,6 +187,10 @@ WORDS: dict[str, tuple[str, str]] = {
         "the tests compare these words exactly; use them as they are:",
         "测试逐字比较下面这些话,照原样使用:",
     ),
+    "suite_passed": (
+        "the whole suite on your copy: all {passed} tests pass.",
+        "你的副本上的整套测试:{passed} 个测试全部通过。",
+    ),
     "suite_failed": (
         "the whole suite on your copy: {after}",
         "你的副本上的整套测试:{after}",
