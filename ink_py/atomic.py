@@ -10,6 +10,10 @@ A file written as a run goes (``--trace``) is ``ReplacedWhenClosed``: beside, re
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
     >>> write_text_atomically(target, "读取 README\\n"); target.read_text(encoding="utf-8")
     '读取 README\\n'
+
+``write_new_bytes_atomically`` (and ``…_text_…``) is the same for a name that must be new (a backup, a numbered
+file): the name is claimed with a hard link, which fails if it exists — two writers never
+share a name, and neither can overwrite what the other wrote.
 """
 
 from __future__ import annotations
@@ -23,6 +27,43 @@ from pathlib import Path
 def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` whole, or leave ``path`` as it was (and no temporary file behind)."""
     target = Path(path)
+    temporary = written_beside(target, data)
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        discard(temporary)
+        raise
+
+
+def write_new_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path``, which must not exist: FileExistsError if it does (or appears
+    meanwhile), and then nothing is changed. The content appears whole, under a name no one else got.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "backup-1.py"
+    >>> write_new_bytes_atomically(target, b"mine\\n")
+    >>> write_new_bytes_atomically(target, b"theirs\\n")
+    Traceback (most recent call last):
+    FileExistsError: ...
+    >>> target.read_bytes()
+    b'mine\\n'
+    """
+    target = Path(path)
+    temporary = written_beside(target, data)
+    try:
+        os.link(temporary, target)  # atomic, and refuses an existing name
+    finally:
+        discard(temporary)
+
+
+def write_new_text_atomically(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """``write_new_bytes_atomically`` of ``text``, encoded first."""
+    write_new_bytes_atomically(path, text.encode(encoding))
+
+
+def written_beside(target: Path, data: bytes) -> str:
+    """A temporary file in ``target``'s folder holding ``data``, flushed to disk, with the
+    permissions ``target`` has (or a new file would get)."""
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as sink:
@@ -33,13 +74,17 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
             os.chmod(temporary, target.stat().st_mode & 0o7777)  # keep the old file's permissions
         else:
             os.chmod(temporary, 0o666 & ~UMASK)  # what open() would have given a new file
-        os.replace(temporary, target)
     except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        discard(temporary)
         raise
+    return temporary
+
+
+def discard(temporary: str) -> None:
+    try:
+        os.unlink(temporary)
+    except OSError:
+        pass
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:

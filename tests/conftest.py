@@ -3,16 +3,27 @@
 Every test reaches the code through the ``ink`` fixture, so the same suite checks the
 reference (``ink_py``) or a student's copy (``pytest --impl my_ink``: the option comes from
 ``ink_py/course/impl_option.py``, see the course exercises). ``ink.shared`` is ``<package>.provider.shared`` and so on.
+
+On a student's copy, Hypothesis runs the same examples every time (derandomised: a check and
+the report never disagree), keeps no example database and writes nothing into the student's
+folder (its home is a temporary folder). On the reference, the course speaks English
+(``INK_COURSE_LANG=en``), whatever the developer's locale: the tests compare its words.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# memprobe/ is put on a child's PYTHONPATH (tests/raw_servers.py), never imported here: its
+# sitecustomize would clash with the interpreter's own (Debian's python3 ships one) under --doctest-modules.
+collect_ignore = ["memprobe"]
 
 # Short names → module paths inside the package under test.
 MODULES = {
@@ -32,6 +43,19 @@ MODULES = {
     "read_tool": "core.tools.read",
     "chunks": "second_article.chunks",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("impl", None) is None:
+        os.environ["INK_COURSE_LANG"] = "en"
+        return
+    from hypothesis import settings
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    owner = os.getuid() if hasattr(os, "getuid") else os.getpid()  # a folder of ours, not the student's
+    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / f"ink_py-course-hypothesis-{owner}")
+    settings.register_profile("course", derandomize=True, database=None, print_blob=False)
+    settings.load_profile("course")
 
 
 class Implementation:

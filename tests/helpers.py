@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from ink_py.course.language import course_language
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
@@ -202,11 +204,19 @@ def growth_verdict(
             return None
         if attempt == 0 and ratio > 4 * RATIO_LIMIT:
             break  # far beyond both limits: no need to confirm
+    times = (
+        f"×{ref_large / ref_small:.0f} ({ref_small * 1000:.1f} ms → {ref_large * 1000:.1f} ms)",
+        f"×{mine_large / mine_small:.0f} ({mine_small * 1000:.1f} ms → {mine_large * 1000:.0f} ms",
+    )
+    if course_language() == "zh":  # check's words are the student's (ink_py/course/language.py)
+        return (
+            f"expected: 线性时间,和参考实现一样:从 {sizes}(×{factor}),参考实现的耗时增长 {times[0]}\n"
+            f"got: 你的代码增长 {times[1]},是参考实现的 ×{ratio:.0f})—— 每来一段,它都把已经收到的全部内容"
+            "重新处理一遍:平方时间"
+        )
     return (
-        f"expected: linear time, like the reference: from {sizes} (×{factor}) the reference's time grew "
-        f"×{ref_large / ref_small:.0f} ({ref_small * 1000:.1f} ms → {ref_large * 1000:.1f} ms)\n"
-        f"got: your code's grew ×{mine_large / mine_small:.0f} ({mine_small * 1000:.1f} ms → "
-        f"{mine_large * 1000:.0f} ms, ×{ratio:.0f} the reference's time) — it redoes work on everything "
+        f"expected: linear time, like the reference: from {sizes} (×{factor}) the reference's time grew {times[0]}\n"
+        f"got: your code's grew {times[1]}, ×{ratio:.0f} the reference's time) — it redoes work on everything "
         "received so far each time a piece arrives: quadratic time"
     )
 

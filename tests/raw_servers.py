@@ -134,10 +134,13 @@ class RawServer:
         self._thread.start()
 
     def _accept(self) -> None:
-        while not self.stopping.is_set():
+        while True:
             try:
                 conn, _ = self._listener.accept()
             except OSError:
+                return
+            if self.stopping.is_set():  # stop()'s wake-up connection (or one after it)
+                conn.close()
                 return
             self._sockets.append(conn)
             threading.Thread(target=self._run, args=(conn,), daemon=True).start()
@@ -187,7 +190,16 @@ class RawServer:
         return True
 
     def stop(self) -> None:
+        """Wake the accept thread and wait for it, then close: a thread left in accept() would take
+        the connections of the next server given the same descriptor (a whole-suite run hung so)."""
+        if self.stopping.is_set():
+            return
         self.stopping.set()
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+        except OSError:
+            pass
+        self._thread.join(5)
         self._listener.close()
         for conn in self._sockets:
             try:

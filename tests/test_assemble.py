@@ -58,6 +58,20 @@ def test_empty_or_missing_content_yields_nothing(ink, content):
 
 
 @pytest.mark.ex3
+def test_a_refusal_is_the_replys_text(ink):
+    """OpenAI sends a refused answer as ``delta.refusal``: it is shown and kept like ``content``.
+
+    中文:OpenAI 把拒绝回答放在 ``delta.refusal`` 里:它和 ``content`` 一样显示、一样保存。
+    """
+    events, error = run_assembly(
+        ink, [chunk({"refusal": "I can't "}), chunk({"refusal": "help."}), chunk(finish="stop")]
+    )
+    assert error is None
+    assert [e.get("text") for e in events[:-1]] == ["I can't ", "help."]
+    assert events[-1]["message"]["blocks"] == [{"type": "text", "text": "I can't help."}]
+
+
+@pytest.mark.ex3
 def test_text_is_one_block_even_when_tool_calls_arrive_between(ink):
     reads = [
         chunk({"content": "a"}),
@@ -74,7 +88,11 @@ def test_text_is_one_block_even_when_tool_calls_arrive_between(ink):
 @pytest.mark.ex3
 def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink):
     """Each piece is kept once and the text joined once at ④: rebuilding the whole text for every
-    piece (`text_block["text"] += content`, or a join per piece) takes quadratic time."""
+    piece (`text_block["text"] += content`, or a join per piece) takes quadratic time.
+
+    中文:每段文字只保存一次,在第 ④ 步一次性拼接:每来一段就重建全文(`text_block["text"] += content`,
+    或者每段都 join 一次)是平方时间。
+    """
 
     def reads(size: int, piece: int = 1024) -> list[bytes]:
         return [chunk({"content": "x" * piece})] * (size // piece) + [chunk(finish="stop")]
@@ -89,6 +107,20 @@ def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink):
     )
     if verdict:
         pytest.fail(verdict, pytrace=False)
+
+
+@pytest.mark.ex3
+@pytest.mark.ex4
+@pytest.mark.ex5
+@pytest.mark.parametrize("fixture", ["article/readme", "article/interleaved", "article/length_text"])
+def test_assembly_writes_nothing_to_the_terminal(ink, capfd, fixture):
+    """The display gets events, never the assembler's own print: a line on stdout corrupts the CLI's output.
+
+    中文:显示层只从事件里拿内容,组装代码自己不能 print:stdout 上多出的一行会弄乱命令行的输出。
+    """
+    run_assembly(ink, [fixture_bytes(fixture)])
+    written = capfd.readouterr()
+    assert written.out + written.err == ""
 
 
 # ── ex4: tool-call fragments by index (§2.2) ───────────────────────────────────────────
@@ -192,7 +224,10 @@ def test_a_new_id_at_an_occupied_index_is_a_new_call(ink):
 
 @pytest.mark.ex4
 def test_nothing_reaches_the_loop_before_the_stream_ends(ink):
-    """tool_call_start/delta only report progress: message_end comes last, once."""
+    """tool_call_start/delta only report progress: message_end comes last, once.
+
+    中文:tool_call_start/delta 只报告进度:message_end 最后出现,而且只出现一次。
+    """
     events, _ = run_assembly(ink, [fixture_bytes("article/interleaved")])
     assert [e["type"] for e in events].count("message_end") == 1
     assert events[-1]["type"] == "message_end"
@@ -221,6 +256,20 @@ def test_article_missing_finish_reason_raises_and_yields_no_message(ink, dialect
     events, error = run_assembly(ink, [fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/missing_finish")], dialect=dialect)
     assert error == f"stream ended without {END_EVENT[dialect]} — response may be truncated"
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "tool_call_delta"]
+
+
+@pytest.mark.ex5
+def test_usage_sent_after_the_finish_reason_is_kept(ink):
+    """No break at the finish reason: OpenAI sends the usage in a chunk after it.
+
+    中文:见到结束原因也不要 break:OpenAI 在它后面的块里才发用量。
+    """
+    usage = {"prompt_tokens": 12, "completion_tokens": 3}
+    reads = [chunk({"content": "hi"}), chunk(finish="stop"), b'data: {"choices": [], "usage": '
+             + json.dumps(usage).encode() + b"}\n\n", b"data: [DONE]\n\n"]  # fmt: skip
+    events, error = run_assembly(ink, reads)
+    assert error is None
+    assert events[-1]["message"]["usage"] == {"inputTokens": 12, "outputTokens": 3, "cacheReadTokens": 0}
 
 
 @pytest.mark.ex5
@@ -338,9 +387,15 @@ def test_a_read_error_without_abort_propagates_through_assembly(ink, dialect):
         ("[1, 2]", [1, 2]),
         ('{"path":"README.md"', {"_parseError": "tool arguments were not valid JSON", "raw": '{"path":"README.md"'}),
         ("x" * 600, {"_parseError": "tool arguments were not valid JSON", "raw": "x" * 500}),
+        ('{"n": NaN}', {"_parseError": "tool arguments were not valid JSON", "raw": '{"n": NaN}'}),
+        ('{"n": 1e999}', {"_parseError": "tool arguments were not valid JSON", "raw": '{"n": 1e999}'}),
+        ("[" * 100_000, {"_parseError": "tool arguments were not valid JSON", "raw": "[" * 500}),
+        ("[" * 150 + "]" * 150, {"_parseError": "tool arguments were nested more than 100 deep", "raw": "[" * 150
+                                 + "]" * 150}),
     ],
-    ids=["object", "array", "missing-brace", "long-raw-cut-to-500"],
-)
+    ids=["object", "array", "missing-brace", "long-raw-cut-to-500", "nan", "too-large-for-a-float",
+         "nested-too-deep-to-parse", "nested-too-deep-to-send-back"],
+)  # fmt: skip
 def test_safe_parse_json(ink, raw, parsed):
     assert ink.shared.safe_parse_json(raw) == parsed
 

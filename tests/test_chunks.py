@@ -322,7 +322,10 @@ def test_concat_is_associative(ink, data, wire):
 @PROPERTY_SETTINGS
 @given(st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99) | st.text(max_size=4)), max_size=30))
 def test_pieces_read_like_the_strings_they_stand_for_however_they_are_combined(ink, steps):
-    """Any mix of ``+`` on old and new values — reuse included — never changes an older value."""
+    """Any mix of ``+`` on old and new values — reuse included — never changes an older value.
+
+    中文:对新旧值任意组合 ``+``(包括重复使用同一个值),都不会改变更早的值。
+    """
     pool = [(ink.chunks.Pieces(""), ""), (ink.chunks.Pieces("ab"), "ab")]
     for left, right in steps:
         pieces, text = pool[left % len(pool)]

@@ -463,3 +463,25 @@ def test_demo_web_prints_its_url_first_serves_the_page_and_stops_on_ctrl_c():
     finally:
         process.kill()
     assert process.returncode == 0 and "Traceback" not in stderr and "Ctrl-C stops" in stderr
+
+
+def test_over_a_students_copy_the_demo_says_so_and_shows_the_functions_they_wrote(tmp_path):
+    """``python -m my_ink demo`` runs the copy: its heading names the copy, and the functions of the
+    started exercises (parse_sse, parse_frame) are among the code shown (issue 21 §5)."""
+    from ink_py.course.working_copy import start
+
+    from .test_exercises import put_back
+
+    copy = tmp_path / "my_ink"
+    for number in (1, 2):
+        start(number, copy)
+        put_back(copy, number)
+    done = subprocess.run([sys.executable, "-m", "my_ink", "demo", "--no-pause"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "(▶ 本步执行过的行,来自你的副本 my_ink)" in done.stdout and "来自运行中的 ink_py" not in done.stdout
+    assert "my_ink/provider/shared.py · parse_sse()" in done.stdout
+    assert "my_ink/provider/shared.py · parse_frame()" in done.stdout
+    reference = subprocess.run([sys.executable, "-m", "ink_py", "demo", "--no-pause"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=60)  # fmt: skip
+    assert "来自运行中的 ink_py" in reference.stdout and "parse_sse()" not in reference.stdout  # 本次收到 shows it

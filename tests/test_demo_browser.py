@@ -31,6 +31,7 @@ from .helpers import text_reply
 from .test_relay_browser import By, wait_for
 
 browser = relay_browser.browser  # the same headless Chromium fixture (and the same skips)
+pytestmark = relay_browser.pytestmark
 
 HOSTILE = '<img src=x onerror="window.pwned=1">\x1b[31m红\x1b[0m</pre><script>window.pwned=2</script>'
 

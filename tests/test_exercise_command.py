@@ -20,8 +20,8 @@ import pytest
 from ink_py.course import exercises as ex
 from ink_py.course.catalogue import exercise_number
 from ink_py.course.exercises import read_command
+from ink_py.course.state import is_working_copy, load_state
 from ink_py.course.stubs import find_regions, is_stub
-from ink_py.course.working_copy import is_working_copy, load_state
 
 from .test_exercises import AVAILABLE, files_of, put_back
 
@@ -309,11 +309,12 @@ def test_check_all_report_diff_and_reset_on_one_copy(tmp_path, monkeypatch, caps
     report = {row["number"]: row for row in json.loads((tmp_path / "r.json").read_text())["exercises"]}
     assert report[3]["state"] == "green" and report[3]["first_green"] == state["first_green"]["3"]
     assert report[1]["state"] == "red" and report[1]["hints_used"] == 1 and "not yet" in report[1]["summary"]
+    assert "then test_parse_frame[named-event] failed." in report[1]["summary"]  # the failing test, named
     assert report[1]["attempts"] == 1 and report[2]["state"] == "not started"
     suite = ElementTree.parse(tmp_path / "r.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("9", "1", "7")
     cases = {case.get("name"): case for case in suite}
-    assert cases["exercise 1 · parse-frame"].find("failure") is not None
+    assert "test_parse_frame[named-event]" in cases["exercise 1 · parse-frame"].find("failure").get("message")
     assert len(cases["exercise 3 · text-delta"]) == 0
     assert load_state(copy)["attempts"] == {"1": 1, "3": 1}  # the report's own checks are not attempts
 
@@ -356,3 +357,114 @@ def test_the_new_commands_report_usage_mistakes_in_one_line(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *argv)
     assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1
+
+
+# ── every exercise green means the whole suite passes on the copy (issue 21 §2) ───────
+
+
+def fake_run_tests(suite_green: bool):
+    """``run_tests`` without pytest: every exercise's own tests pass; the whole suite as told."""
+    failure = {
+        "nodeid": "tests/test_guards.py::test_guarded", "name": "test_guarded", "file": "tests/test_guards.py",
+        "line": 9, "kind": "assert", "compare": {"op": "==", "left": "[]", "right": "[1]"}, "regions": [2],
+        "message": "assert [] == [1]", "params": {}, "fixtures": [], "notes": [], "doc": "",
+    }  # fmt: skip
+
+    def run_tests(folder, number):
+        if number is not None:
+            return {"exitstatus": 0, "passed": 3, "selected": {f"t{number}": [number]}, "failure": None}
+        if suite_green:
+            return {"exitstatus": 0, "passed": 1300, "selected": {}, "failure": None}
+        return {"exitstatus": 1, "passed": 700, "selected": {failure["nodeid"]: []}, "failure": failure}
+
+    return run_tests
+
+
+@pytest.mark.parametrize("suite_green", [True, False], ids=["suite-green", "suite-red"])
+def test_check_all_says_every_exercise_green_only_when_the_whole_suite_passes(
+    tmp_path, monkeypatch, capsys, suite_green
+):
+    from ink_py.course import checker, exercise_report
+
+    monkeypatch.chdir(tmp_path)
+    for number in AVAILABLE:
+        run(capsys, "start", str(number))
+    monkeypatch.setattr(checker, "run_tests", fake_run_tests(suite_green))
+    monkeypatch.setattr(exercise_report, "run_tests", fake_run_tests(suite_green))
+    for number in AVAILABLE:
+        code, out, err = run(capsys, "check", str(number))  # the last one green: the suite is next, not "all green"
+    assert code == 0 and "now the whole suite on your copy: ink-py exercise check --all" in out
+    assert "every exercise green" not in out
+
+    code, out, err = run(capsys, "check", "--all")
+    assert "running the whole suite on your copy" in err
+    if suite_green:
+        assert code == 0 and "every exercise green — and the whole suite passes on your copy" in out
+        assert "the whole suite on your copy: all 1300 tests pass." in out
+        assert load_state(tmp_path / "my_ink")["suite"] == "green"
+    else:
+        assert code == 1 and "every exercise green" not in out
+        assert "the whole suite on your copy: 700 tests passed, then test_guarded failed." in out
+        assert "it ran exercise 2 · parse-sse's code (yours)" in out
+        assert "every exercise's own tests pass, but the whole suite does not" in out
+        assert load_state(tmp_path / "my_ink")["suite"] == "red"
+    code, out, _ = run(capsys, "report", "--json", "r.json", "--junit", "r.xml")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["whole_suite"]["state"] == ("green" if suite_green else "red")
+    assert ("the whole suite on my_ink" in (tmp_path / "r.xml").read_text()) and "9 of 9 exercises green" in out
+
+    run(capsys, "check", "1")  # a check afresh: the suite is to be run again before "all green"
+    assert "suite" not in load_state(tmp_path / "my_ink")
+
+
+def test_start_and_check_name_every_stub_of_an_exercise_and_what_to_write_there(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "start", "9")
+    assert code == 0 and "add_tool_piece and concat" in out
+    assert re.search(r"my_ink/second_article/chunks\.py:\d+  \(add_tool_piece\)", out)
+    assert re.search(r"my_ink/second_article/chunks\.py:\d+  \(concat\)", out)
+    code, out, _ = run(capsys, "check", "9")
+    assert code == 1 and "not written yet: 2 stubs still raise NotImplementedError:" in out
+    assert re.search(r"\n  my_ink/second_article/chunks\.py:\d+ \(add_tool_piece\)\n", out)
+    assert re.search(r"\n  my_ink/second_article/chunks\.py:\d+ \(concat\)\n", out)
+    code, out, _ = run(capsys, "start", "3")
+    assert re.search(r"openai_completions\.py:\d+  \(assemble_stream: text accumulation\)", out)
+    stub = (tmp_path / "my_ink" / "provider" / "openai_completions.py").read_text(encoding="utf-8")
+    assert '# TODO: ④ overwrites text_block["text"] with "".join(text_parts): not Ink\'s +=' in stub  # so += is lost
+
+
+@pytest.mark.parametrize(
+    "failure, expected, got",
+    [
+        ({"kind": "assert", "compare": {"op": "is", "left": "'x'", "right": "None"}}, "None", "'x'"),
+        ({"kind": "assert", "compare": {"op": "==", "left": "None", "right": "[1]"}}, "[1]",
+         "None (nothing: no value came back)"),
+        ({"kind": "error", "message": "TypeError: no", "test_line": "assert f(x) == expected", "expected_value": "[1]"},
+         "[1]", "an error — TypeError: no"),
+        ({"kind": "error", "message": "KeyError: 'a'", "test_line": "assert 'x' in f(y)"},
+         "'x' in f(y)", "an error — KeyError: 'a'"),
+        ({"kind": "error", "message": "OSError: x", "test_line": "events = list(f())"},
+         "no error from  events = list(f())", "an error — OSError: x"),
+    ],
+    ids=["expected-none", "got-none", "raised-before-comparing", "raised-in-a-condition", "raised-elsewhere"],
+)  # fmt: skip
+def test_the_expected_line_shows_the_value_the_test_wants(failure, expected, got):
+    from ink_py.course.checker import plain_words
+
+    failure = {"file": "tests/t.py", "line": 3, **failure}
+    assert plain_words(failure, "en")[1:] == (expected, got)
+
+
+def test_what_a_test_fed_is_its_own_input_not_a_pointer_to_its_source():
+    from ink_py.course.checker import plain_words
+
+    failure = {
+        "kind": "assert",
+        "compare": {"op": "==", "left": "[]", "right": "[1]"},
+        "file": "tests/t.py",
+        "line": 3,
+        "params": {},
+        "locals": {"reads": "[b'data: 1\\n\\n']", "expected": "[1]", "got": "[]"},
+    }
+    fed, _, _ = plain_words(failure, "en")
+    assert fed == "reads = [b'data: 1\\n\\n']"  # not the expected value, not what came back

@@ -341,3 +341,43 @@ def test_each_stub_lists_the_words_its_tests_compare(tmp_path):
         assert EXERCISES[number]["messages"]
     assert "output token limit" in EXERCISES[8]["messages"][0] and "Send the call again" in EXERCISES[8]["messages"][0]
     assert "stream ended without finish_reason — response may be truncated" in EXERCISES[5]["messages"][0]
+
+
+def test_on_a_copy_hypothesis_is_derandomised_and_writes_nothing_in_the_students_folder(tmp_path):
+    """``pytest --impl`` (and so check and report): the same examples every run, no example database,
+    nothing of Hypothesis's in the folder the student runs it from (issue 21 §3)."""
+    start(9, tmp_path / "my_ink")
+    put_back(tmp_path / "my_ink", 9)
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from hypothesis import settings\n"
+        "def pytest_sessionfinish(session):\n"
+        "    s = settings.default\n"
+        "    print('PROFILE', s.derandomize, s.database, s.print_blob)\n"
+    )
+    command = [sys.executable, "-m", "pytest", "--impl", "my_ink", "-m", "ex9", "-q", "-s", "-p", "no:cacheprovider",
+               "-p", "probe", str(ROOT / "tests" / "test_chunks.py")]  # fmt: skip
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}  # the probe, and this ink_py
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "PROFILE True None False" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["my_ink", "probe.py"]
+    assert not (tmp_path / "my_ink" / ".hypothesis").exists()
+
+
+def test_a_marker_run_deselects_the_browser_tests_instead_of_skipping_them():
+    """``pytest --impl my_ink -m ex1`` on a machine without a browser: the browser tests are
+    deselected like every other test the marker does not select — not reported as skipped (issue 21 §5)."""
+    import os
+
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no chromium, no chromedriver on it
+    browser_tests = ["tests/test_relay_browser.py", "tests/test_demo_browser.py"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"]
+    alone = subprocess.run([*command, *browser_tests], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert "skipped" in alone.stdout and "chromium" in alone.stdout, alone.stdout  # no browser here indeed
+    marked = subprocess.run([*command, "-m", "ex1", *browser_tests, "tests/test_parse_frame.py"], cwd=ROOT,
+                            capture_output=True, text=True, env=env)  # fmt: skip
+    assert marked.returncode == 0, marked.stdout + marked.stderr
+    assert "deselected" in marked.stdout and "skipped" not in marked.stdout.lower(), marked.stdout

@@ -7,6 +7,7 @@ every display and batch, more calls than the loop runs, huge names and paths in 
 two calls with one id (each gets its own result, in every dialect).
 """
 
+import copy
 import io
 import json
 
@@ -131,6 +132,24 @@ def test_fail_tool_calls_from_truncated_message(ink):
     assert summary == [("a", "read", True), ("b", "grep", True)]
     assert all("may be truncated" in r["content"] and "not run" in r["content"] for r in results)
     assert [e["type"] for e in events] == ["tool_start", "tool_end", "tool_start", "tool_end"]
+
+
+@pytest.mark.ex8
+def test_a_refused_call_stays_in_the_history_as_the_model_sent_it(ink):
+    """Each refused call gets its own result; the call itself is not changed — the history keeps
+    what the model asked for, so it can send the same call again, complete.
+
+    中文:每个被拒绝的调用各得一条结果;调用本身不改 —— 历史里保留模型当初请求的样子,它才能把同一个调用完整地重发。
+    """
+    calls = [
+        {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "README.md"}},
+        {"type": "toolCall", "id": "b", "name": "read", "arguments": {"_parseError": "x", "raw": '{"path'}},
+    ]
+    before = copy.deepcopy(calls)
+    results = []
+    ink.loop.fail_tool_calls_from_truncated_message(calls, results, None)
+    assert calls == before
+    assert [r["toolCallId"] for r in results] == ["a", "b"]
 
 
 @pytest.mark.ex8

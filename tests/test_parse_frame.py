@@ -33,6 +33,7 @@ FRAMES = [
         id="llamacpp-error-field",
     ),
     pytest.param('data: {"msg": "读取"}', {"event": "message", "data": {"msg": "读取"}}, id="unicode"),
+    pytest.param("error: slot unavailable", {"event": "error", "data": "slot unavailable"}, id="error-field-text"),
 ]
 
 
@@ -47,9 +48,17 @@ def test_parse_frame(ink, frame, expected):
         pytest.param('data: {"choices": [', id="truncated-json"),
         pytest.param("data: hello", id="plain-text"),
         pytest.param('data: {"a":\ndata: "x\ndata: y"}', id="newline-inside-string"),
+        pytest.param('data: {"a": NaN}', id="nan"),
+        pytest.param("data: Infinity", id="infinity"),
+        pytest.param('data: {"a": 1e999}', id="too-large-for-a-float"),
+        pytest.param("data: " + "[" * 100_000, id="nested-too-deep"),
     ],
 )
 def test_data_that_is_not_json_raises_and_quotes_the_frame(ink, frame):
+    """What is not JSON — NaN, Infinity and 1e999 included — is an error that quotes the frame, never a value.
+
+    中文:不是 JSON 的数据(包括 NaN、Infinity 和 1e999)都报错,并引用这个 frame,绝不当作一个值交出去。
+    """
     with pytest.raises(ink.shared.ProviderError) as caught:
         ink.shared.parse_frame(frame)
     message = str(caught.value)

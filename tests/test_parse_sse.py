@@ -39,7 +39,10 @@ def test_parse_sse(ink, reads, expected):
 
 
 def test_article_2_1_event_arrives_in_two_reads(ink):
-    """§2.1's walk-through: read ① has no blank line yet (nothing yielded), read ② completes it."""
+    """§2.1's walk-through: read ① has no blank line yet (nothing yielded), read ② completes it.
+
+    中文:§2.1 的演示:第 ① 次读取还没有空行(什么都不交出),第 ② 次读取让事件完整。
+    """
     body = fixture_bytes("article/readme").split(b"\n\n")[1] + b"\n\n"  # the first tool-call event
     cut = body.index(b'"index":0,') + len(b'"index":0,')
     first, second = body[:cut], body[cut:]
@@ -70,7 +73,10 @@ def test_article_2_1_event_arrives_in_two_reads(ink):
     ],
 )
 def test_each_event_is_yielded_in_the_read_that_completes_it(ink, reads, arrival):
-    """Never held back until the next read — a streaming display depends on it."""
+    """Never held back until the next read — a streaming display depends on it.
+
+    中文:绝不留到下一次读取才交出 —— 流式显示靠的就是这一点。
+    """
     assert arrivals(reads, ink.shared.parse_sse) == arrival
 
 
@@ -89,7 +95,11 @@ def one_event_in_small_reads(size: int, read: int = 64) -> list[bytes]:
 
 def test_a_long_event_in_small_reads_takes_linear_time_like_the_reference(ink):
     """The buffer is searched only where new text arrived: re-scanning it from the start on every
-    read (the article's shape, in Python) takes quadratic time — ×100 the reference at 512 KiB."""
+    read (the article's shape, in Python) takes quadratic time — ×100 the reference at 512 KiB.
+
+    中文:只在新到的文本里找分隔符:每次读取都从头重扫 buffer(文章的写法照搬到 Python)是平方时间 ——
+    在 512 KiB 时是参考实现的 100 倍。
+    """
     verdict = growth_verdict(
         lambda reads: list(ink.shared.parse_sse(iter(reads))),
         lambda reads: list(reference.parse_sse(iter(reads))),

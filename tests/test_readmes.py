@@ -66,3 +66,12 @@ def test_every_subcommand_is_shown(text: str) -> None:
 
     for name in COMMANDS:
         assert f"ink-py {name}" in text
+
+
+# Issue 18: documents at a reader's length; details live in docs/ and benchmarks/README.md.
+@pytest.mark.parametrize(
+    ("name", "limit"), [("README.md", 10_000), ("README.zh-CN.md", 10_000), ("walkthrough.md", 45_000)]
+)
+def test_each_document_stays_at_a_readers_length(name: str, limit: int) -> None:
+    size = len((ROOT / name).read_bytes())
+    assert size <= limit, f"{name} is {size} bytes; move details to docs/ (at most {limit})"

@@ -186,7 +186,7 @@ def fail_tool_calls_from_truncated_message(
             f"{clipped(call['name'])} may be truncated; the call was not run. "
             "Send the call again with complete arguments.",
         )
-        results.append(result)
+        results.append(result)  # the call itself is left as the model sent it: the history keeps its request
         if on_event is not None:  # the display sees each call start and end, as if it had run
             on_event(tool_start_event(call))
             on_event({"type": "tool_end", "result": result})

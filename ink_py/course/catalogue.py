@@ -59,46 +59,43 @@ EXERCISES: dict[int, Exercise] = {
         "title": "parse_frame: event name, data lines, JSON, [DONE]",
         "section": "§2.1",
         "hints": [
-            '先按 "\\n" 把 frame 拆成行;空行和以 ":" 开头的注释行跳过,其余每行用 `line.partition(":")` '
-            "分成字段名和值(没有冒号的行,值就是空串)。",
-            "值开头恰好去掉一个空格(WHATWG 的规则;Ink 用 trimStart 去掉全部)。`event` 字段改事件名"
-            '(空值仍算 "message"),`data` 行收进 `data_lines`,`error` 行(老版 llama.cpp)收进 '
-            "`error_lines`,id、retry 和不认识的字段都忽略。",
-            '收尾的顺序:有 error 行 → `{"event": "error", "data": _json_or_text(...)}`;没有 data 行,'
-            '或 `"\\n".join(data_lines)` 是空串 → None(keep-alive);`data.strip() == DONE` → '
-            '`{"event": event, "data": DONE}`;其余交给 `json.loads`。',
-            "几乎是答案:`json.loads` 失败时不要像 Ink 那样悄悄返回 None(§4.1 承认它会丢事件),而是 "
-            '`raise ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}") '
-            'from None` —— 测试要在消息里看到 "not JSON" 和 frame 的开头。',
+            '按 "\\n" 把 frame 拆成行,每行用 `line.partition(":")` 分成字段名和值(没有冒号的行,值是空串;'
+            '以 ":" 开头的注释行字段名是空串,自然被忽略)。值开头恰好去掉一个空格:`value.removeprefix(" ")`'
+            "(WHATWG 的规则;Ink 用 trimStart 去掉全部)。",
+            '`event` 字段改事件名(空值仍算 "message");`data` 行收进 `data_lines`;`error` 行(老版 llama.cpp)'
+            '收进 `error_lines`;id、retry 和不认识的字段都忽略。有 error 行时,事件名改成 "error",数据用 error 行。',
+            '`data = "\\n".join(data_lines)`;空串 → None(没有 data 行,或空的 `data:` 保活)。其余用 '
+            "`FINITE_JSON.decode(data)` 解析 —— 它就是 `json.loads`,但拒绝 NaN、Infinity 和 1e999 这样溢出的数"
+            '(§4.1:历史里要一直是合法的 JSON)—— 返回 `{"event": event, "data": ...}`。',
+            "几乎是答案:解析失败(`ValueError`;嵌套太深时是 `RecursionError`)时不要像 Ink 那样悄悄返回 None"
+            "(§4.1 承认它会丢事件),而是 `return not_json(frame, event, data, err)`:它认出 `[DONE]`,"
+            '把 error 行的原文交回去,其余抛出 ProviderError,消息里有 "not JSON" 和 frame 的开头。',
         ],
-        "messages": [
-            'ProviderError(f"the server sent an event whose data is not JSON: {frame[:200]!r}")',
-        ],
+        "messages": [],
     },
     2: {
         "functions": ["provider/shared.py:parse_sse"],
         "parts": [],
         "slug": "parse-sse",
-        "title": "parse_sse: the buffer, cutting frames, UTF-8 split across reads",
+        "title": "parse_sse: the buffer, cutting frames at blank lines, UTF-8 split across reads",
         "section": "§2.1",
         "hints": [
             '`codecs.getincrementaldecoder("utf-8")("replace")` 就是文章里的 `TextDecoder` 加 '
             "`stream: true`:一个汉字的字节被拆在两次读取之间时,`decoder.decode(chunk)` 先留住前半截,"
-            "下一次再交出整个字。",
-            "每次读取先统一换行:`\\r\\n` 和 `\\r` 都变成 `\\n`。小心 `\\r` 恰好是上一次读取的最后一个字节:"
-            "下一次开头的 `\\n` 和它是同一个 CRLF,要丢掉(用 `after_cr` 记住)。整个流最开头的 BOM "
-            '`"\\ufeff"` 去掉,只去这一次。',
-            "buffer 保留还没凑成完整事件的文本;每找到一个 `\\n\\n` 就切下一个 frame 交给 `parse_frame`,"
-            '结果不是 None 就 yield —— 在完成它的那次读取里就交出去。空行可能跨两次读取("…\\n" | "\\n…");'
-            "只在新到的文本里找分隔符,不要每次从 buffer 开头重扫。",
-            '几乎是答案:循环结束后 `rest = "".join(buffer) + decoder.decode(b"", final=True)`;'
-            '`rest.strip("\\n")` 非空就照样 `parse_frame(rest)`(代理常以没有空行的 `data: [DONE]` 收尾);'
-            "这时 parse_frame 抛 ProviderError,就改抛 "
-            '`ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")`。',
+            "下一次再交出整个字。只处理 LF:CR、CRLF、BOM、32 MiB 上限和没写完的最后一个事件,都由外面的 "
+            "`guarded` 处理,不归你管。",
+            "`buffer` 保留还没凑成完整事件的文本。每次读取先 `buffer += decoder.decode(chunk)`,再找 "
+            '`"\\n\\n"`:每找到一个,就把它前面的 frame 交给 `parse_frame`,结果不是 None 就立刻 yield —— '
+            "在完成它的那次读取里交出去,不要等下一次读取。",
+            "线性时间:只在新到的文本里找分隔符 —— 从 `len(buffer) - 1` 开始找(空行可能跨两次读取:"
+            '"…\\n" | "\\n…");一次读取切完所有 frame 之后只复制一次剩余部分,不要每切一个 frame 就 '
+            "`buffer = buffer[sep + 2:]`,也不要每次从 buffer 开头重扫。",
+            "几乎是答案:`searched = len(buffer) - 1`;`buffer += decoder.decode(chunk)`;`start = 0`;"
+            '`sep = buffer.find("\\n\\n", max(searched, 0))`;`while sep != -1:` 里 `frame = buffer[start:sep]`、'
+            '`start = sep + 2`、解析并 yield、`sep = buffer.find("\\n\\n", start)`;while 之后 '
+            "`buffer = buffer[start:]`。",
         ],
-        "messages": [
-            'ProviderError(f"stream ended in the middle of an event — response may be truncated: {rest[:200]!r}")',
-        ],
+        "messages": [],
     },
     3: {
         "functions": [],
@@ -223,9 +220,12 @@ EXERCISES: dict[int, Exercise] = {
         "title": "safe_parse_json and blocking unparseable arguments",
         "section": "§4.3",
         "hints": [
-            "`safe_parse_json` 永不抛异常:`json.loads` 成功就返回结果 —— 可能是对象,也可能是数组。",
-            '失败(ValueError)时返回 `{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}`,'
-            "只留前 500 个字符。",
+            "`safe_parse_json` 永不抛异常:用 `FINITE_JSON.decode(raw)` 解析(它就是 `json.loads`,但拒绝 NaN、"
+            "Infinity 和 1e999),成功就返回结果 —— 可能是对象,也可能是数组。",
+            '失败时 —— `ValueError`,或者嵌套太深时的 `RecursionError`(`"[" * 100000`)—— 返回 '
+            '`{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}`,只留前 500 个字符。'
+            "解析成功但嵌套超过 `MAX_ARGUMENT_DEPTH` 层(`nesting_depth(value)`)的,也返回一条 _parseError 记录:"
+            "之后对它 json.dumps 会栈溢出。",
             "`prepare_tool_call` 的 `_parseError` 分支:不让这个调用执行,把 `problem` 设成一句给模型看的话:"
             '参数不是合法 JSON、调用没有执行、参数开头是什么(`args["raw"]` 的前 200 个字符,用 `json.dumps` '
             "加上引号),并请它重新发送完整的调用。",
@@ -235,6 +235,7 @@ EXERCISES: dict[int, Exercise] = {
         ],
         "messages": [
             '{"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}',
+            '{"_parseError": f"tool arguments were nested more than {MAX_ARGUMENT_DEPTH} deep", "raw": raw[:500]}',
             "f\"the arguments for {call['name']} were not valid JSON, so the call was not run. "
             'They began: {began}. Send the call again with complete, valid JSON arguments."',
         ],
@@ -265,7 +266,7 @@ EXERCISES: dict[int, Exercise] = {
         "functions": ["second_article/chunks.py:add_tool_piece", "second_article/chunks.py:concat"],
         "parts": [],
         "slug": "chunk-concat",
-        "title": "chunk concat: merge message chunks field by field (second article)",
+        "title": "add_tool_piece and concat: merge message chunks field by field (second article)",
         "section": "§6.1",
         "hints": [
             "concat(a, b) 不改动 a 和 b:先用 `as_message_chunk` 把两边都变成完整的 message chunk,"

@@ -15,11 +15,14 @@ import json
 import os
 import pprint
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_text_atomically
 from .checker import REPORT_ENV
 from .impl_option import SOURCE_ROOT
+from .language import course_language
 from .stubs import STUB_MESSAGE, MarkerError, find_regions
 
 _report: dict[str, Any] = {}
@@ -71,7 +74,7 @@ def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if _report:
         _report["exitstatus"] = int(exitstatus)
-        Path(os.environ[REPORT_ENV]).write_text(json.dumps(_report, ensure_ascii=False), encoding="utf-8")
+        write_text_atomically(os.environ[REPORT_ENV], json.dumps(_report, ensure_ascii=False))
 
 
 def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
@@ -79,29 +82,38 @@ def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
     error = excinfo.value
     function = getattr(node, "function", None)
     path = Path(str(getattr(node, "path", ""))).resolve()
+    params = getattr(getattr(node, "callspec", None), "params", {})
     failure: dict[str, Any] = {
         "nodeid": getattr(node, "nodeid", ""),
         "name": getattr(node, "name", ""),
         "file": path.relative_to(SOURCE_ROOT).as_posix() if path.is_relative_to(SOURCE_ROOT) else str(path),
         "line": (node.location[1] or 0) + 1 if hasattr(node, "location") else 0,
-        "doc": (getattr(function, "__doc__", None) or "").strip().split("\n")[0],
-        "params": {k: show_value(v) for k, v in getattr(getattr(node, "callspec", None), "params", {}).items()},
+        "doc": about(getattr(function, "__doc__", None) or "", course_language()),
+        "params": {k: show_value(v) for k, v in params.items()},
         "fixtures": fixture_files(function),
-        "notes": [str(note) for note in getattr(error, "__notes__", [])][:6],
+        "notes": short_notes([str(note) for note in getattr(error, "__notes__", [])]),
         "compare": _compare,
         "exercise": None,
+        "regions": [],  # the exercises whose code (in the copy) the error passed through, innermost first
     }
     impl = node.config.getoption("impl", None) if hasattr(node, "config") else None
     copy = Path(impl).resolve() if impl else None
+    skip = {*getattr(node, "fixturenames", ()), *params}
     for entry in excinfo.traceback:  # the test's own line that failed; the innermost frame in the copy
         where = Path(str(entry.path)).resolve()
         if where == path and entry.name == getattr(function, "__name__", None):
-            failure["test_line"] = str(entry.statement).strip().split("\n")[0]
+            statement = str(entry.statement).strip()
+            failure["test_line"] = statement.split("\n")[0]
             failure["raises"] = expected_raise(path, entry.lineno + 1)
+            failure["locals"] = shown_locals(entry.locals, skip)
+            failure["expected_value"] = expected_value(statement, entry.locals)
         if copy is not None and where.is_relative_to(copy):
             relative = where.relative_to(copy).as_posix()
             failure["in_copy"] = f"{copy.name}/{relative}:{entry.lineno + 1} in {entry.name}"
-            failure["region"] = region_at(where, entry.lineno + 1)
+            region = region_at(where, entry.lineno + 1)
+            if region is not None:
+                failure["regions"] = [region, *[r for r in failure["regions"] if r != region]]
+            failure["region"] = region  # the innermost frame's
     if isinstance(error, SyntaxError) and error.filename:  # the copy does not even import
         broken = Path(error.filename).resolve()
         shown_as = (
@@ -192,9 +204,79 @@ def shorten_long_strings(value: Any) -> Any:
         return Shortened(value)
     if isinstance(value, dict):
         return {key: shorten_long_strings(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(shorten_long_strings(item) for item in value)
+    if isinstance(value, list):
+        return [shorten_long_strings(item) for item in value]
+    if isinstance(value, tuple):  # a named tuple (pytest's CaptureResult) is shown as a plain one
+        return tuple(shorten_long_strings(item) for item in value)
     return value
+
+
+def about(doc: str, language: str) -> str:
+    """The test's first paragraph, in whole sentences, in ``language``: a paragraph of the
+    docstring that starts ``中文:`` is the Chinese (tests/test_exercise_todos.py keeps one for
+    every exercise test that has a docstring).
+
+    >>> about("Never held back\\n    until the next read.\\n\\n    中文:不会留到下一次读取。", "zh")
+    '不会留到下一次读取。'
+    >>> about("Never held back\\n    until the next read.\\n\\n    中文:不会留到下一次读取。", "en")
+    'Never held back until the next read.'
+    """
+    paragraphs = [" ".join(part.split()) for part in re.split(r"\n\s*\n", doc.strip()) if part.strip()]
+    chinese = [p.removeprefix("中文:").strip() for p in paragraphs if p.startswith("中文:")]
+    english = [p for p in paragraphs if not p.startswith("中文:")]
+    if language == "zh" and chinese:
+        return chinese[0]
+    return english[0] if english else ""
+
+
+def short_notes(notes: list[str]) -> list[str]:
+    """The notes a test left (Hypothesis's falsifying example), a few short lines: no fixture
+    objects, no 100-line dump, no reproduce blob."""
+    kept: list[str] = []
+    for note in notes[:6]:
+        lines = [line for line in note.split("\n") if " at 0x" not in line and "reproduce_failure" not in line]
+        lines = [line for line in lines if not re.match(r"\s*ink=", line)]
+        text = "\n".join(lines[:8]) + (f"\n    … ({len(lines) - 8} more lines)" if len(lines) > 8 else "")
+        kept.append(text if len(text) <= 600 else text[:600] + " …")
+    return kept
+
+
+DATA = (str, bytes, int, float, bool, list, tuple, dict, type(None))
+
+
+def shown_locals(values: dict[str, Any], skip: set[str]) -> dict[str, str]:
+    """The test's own variables at the failure — the input it built — as short reprs (no fixtures)."""
+    shown: dict[str, str] = {}
+    for name, value in values.items():
+        if name in skip or name.startswith("_") or name.startswith("@") or not isinstance(value, DATA):
+            continue
+        shown[name] = show_value(value, max_lines=4)
+        if len(shown) == 5:
+            break
+    return shown
+
+
+def expected_value(statement: str, values: dict[str, Any]) -> str | None:
+    """What ``assert got == expected`` (or ``is``) wants, for a test whose line raised before comparing:
+    the value of the right-hand name, or its source.
+
+    >>> expected_value("assert f(x) == expected", {"expected": [1]}), expected_value("assert f() is None", {})
+    ('[1]', 'None')
+    """
+    import ast
+
+    try:
+        [node] = ast.parse(textwrap.dedent(statement)).body
+    except (SyntaxError, ValueError):
+        return None
+    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare) or len(node.test.ops) != 1:
+        return None
+    if not isinstance(node.test.ops[0], ast.Eq | ast.Is):
+        return None
+    right = node.test.comparators[0]
+    if isinstance(right, ast.Name) and right.id in values:
+        return show_value(values[right.id])
+    return ast.unparse(right)
 
 
 def fixture_files(function: Any) -> list[str]:

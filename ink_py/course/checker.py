@@ -2,11 +2,14 @@
 
 ``check`` runs ``python -m pytest --impl DIR -m exN -x`` from the source checkout with
 ``ink_py/course/check_plugin.py`` loaded as a pytest plugin: its hooks write the first failure —
-what the test fed in, what it expected, what came back — to the JSON file ``REPORT_ENV`` names.
-Sections: running the tests (``check``, ``pytest_arguments``, ``run_tests``), and the failure in words
-(``describe_failure`` blames the exercise whose code it happened in; ``plain_words`` reads the report)::
+what the test fed in, what it expected, what came back — to the JSON file ``REPORT_ENV`` names
+(``run_tests``; without an exercise, the whole suite). Sections: running the tests, and the failure
+in words: ``describe_failure`` blames the exercise being checked, unless the error passed through
+another exercise's code *and* that exercise's own tests fail too (``blame`` runs them);
+``plain_words`` reads the report, in the student's language (``language.py``)::
 
-    >>> plain_words({"kind": "assert", "compare": {"op": "==", "left": "None", "right": "1"}, "file": "t", "line": 3})
+    >>> failure = {"kind": "assert", "compare": {"op": "==", "left": "None", "right": "1"}, "file": "t", "line": 3}
+    >>> plain_words(failure, "en")
     ('what the test builds — see t:3', '1', 'None (nothing: no value came back)')
 """
 
@@ -24,9 +27,11 @@ from typing import Any
 
 from .catalogue import EXERCISES, ExerciseError
 from .impl_option import SOURCE_ROOT
+from .language import course_language, label, say
 from .progress import next_step
-from .stubs import MarkerError, find_regions, group_by_file, is_stub, package_regions
-from .working_copy import demo_command, dir_argument, is_working_copy, load_state, now, save_state, shown
+from .state import is_working_copy, load_state, now, save_state
+from .stubs import PACKAGE_DIR, MarkerError, find_regions, group_by_file, is_stub, package_regions, region_name
+from .working_copy import demo_command, dir_argument, shown
 
 REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the plugin is idle without it)
 
@@ -56,16 +61,15 @@ def check(number: int, folder: Path) -> tuple[bool, str]:
     attempts = state.setdefault("attempts", {})
     attempts[key] = int(attempts.get(key, 0)) + 1
     state.setdefault("tests", {})[key] = {"passed": report["passed"], "selected": len(report["selected"])}
+    state.pop("suite", None)  # the code changed, perhaps: the whole suite is to be run again
     if green:
         state.setdefault("first_green", {}).setdefault(key, now())
     save_state(folder, state)
     if green:
-        passed = report["passed"]
         return True, "\n".join(
             [
-                f"exercise {number} · {exercise['slug']} — all {passed} tests pass. Well done!",
-                f"see your code at work: {demo_command(folder)} · beside the reference: "
-                f"ink-py exercise diff {number}{dir_argument(folder)}",
+                say("green", n=number, slug=exercise["slug"], passed=report["passed"]),
+                say("watch", demo=demo_command(folder), n=number, dir=dir_argument(folder)),
                 next_step(state, folder, after=number),
             ]
         )
@@ -87,16 +91,19 @@ def marked_test_files(number: int) -> list[str]:
     return found or ["tests"]
 
 
-def pytest_arguments(folder: Path, number: int) -> list[str]:
-    """What ``check`` runs after ``python -m pytest``: exercise N's tests on the copy, up to the first failure."""
+def pytest_arguments(folder: Path, number: int | None) -> list[str]:
+    """What ``check`` runs after ``python -m pytest``: exercise N's tests on the copy (or, with no
+    number, the whole suite), up to the first failure."""
+    selection = ["-m", f"ex{number}", *marked_test_files(number)] if number is not None else ["tests"]
     return [
-        "--impl", str(folder.resolve()), "-m", f"ex{number}", "-x", "-q", "--tb=no", "--no-header",
-        "-p", "no:cacheprovider", "-p", f"{__package__}.check_plugin", *marked_test_files(number),
+        "--impl", str(folder.resolve()), "-x", "-q", "--tb=no", "--no-header",
+        "-p", "no:cacheprovider", "-p", f"{__package__}.check_plugin", *selection,
     ]  # fmt: skip
 
 
-def run_tests(folder: Path, number: int) -> dict[str, Any]:
-    """Run exercise ``number``'s tests on the copy (cwd: the source checkout); the plugin's report."""
+def run_tests(folder: Path, number: int | None) -> dict[str, Any]:
+    """Run exercise ``number``'s tests on the copy (cwd: the source checkout); the plugin's report.
+    ``number`` None: the whole suite, ``pytest --impl folder`` in full."""
     try:
         import pytest  # noqa: F401  # only to say clearly that it is missing
     except ImportError:
@@ -110,7 +117,7 @@ def run_tests(folder: Path, number: int) -> dict[str, Any]:
         if not report_path.exists():
             raise ExerciseError(f"the tests could not run: {output_tail}")
         report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
-    if report["exitstatus"] == 5:  # nothing selected: a test suite without this exercise's marks
+    if report["exitstatus"] == 5 and number is not None:  # nothing selected: a test suite without this exercise's marks
         raise ExerciseError(f"no test is marked ex{number}; the exercise cannot be checked")
     if report["exitstatus"] not in (0, 1):
         raise ExerciseError(f"the tests could not run (pytest exit {report['exitstatus']}): {output_tail}")
@@ -121,152 +128,201 @@ def run_tests(folder: Path, number: int) -> dict[str, Any]:
 
 
 def stubs_left(number: int, folder: Path) -> list[str]:
-    """Where exercise ``number``'s stubs are still in the copy (``my_ink/provider/shared.py:120``)."""
+    """Where exercise ``number``'s stubs are still in the copy, and what is to be written there
+    (``my_ink/second_article/chunks.py:276 (add_tool_piece)``) — every one of them."""
     places = []
     for relative in group_by_file(package_regions()[number]):
         try:
             text = (folder / relative).read_text(encoding="utf-8")
-            places += [
-                f"{shown(folder)}/{relative}:{r['start'] + 1}"
-                for r in find_regions(text)
-                if r["number"] == number and is_stub(text, r)
-            ]
-        except (OSError, MarkerError):
+            reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
+            ours = [r for r in find_regions(text) if r["number"] == number]
+            theirs = [r for r in find_regions(reference) if r["number"] == number]
+        except (OSError, UnicodeDecodeError, MarkerError):
             continue
+        for mine, reference_region in zip(ours, theirs, strict=False):
+            if is_stub(text, mine):
+                name = region_name(reference, {**reference_region, "label": mine["label"] or reference_region["label"]})
+                places.append(f"{shown(folder)}/{relative}:{mine['start'] + 1}" + (f" ({name})" if name else ""))
     return places
 
 
-def describe_failure(number: int, report: dict[str, Any], folder: Path) -> str:
-    """The first failure in a few plain lines, blamed on the exercise whose code it happened in."""
+def describe_failure(number: int, report: dict[str, Any], folder: Path, language: str | None = None) -> str:
+    """The first failure in a few plain lines: this exercise is to blame, unless another one's
+    code broke and its own tests fail too (``blame``)."""
+    language = language or course_language()
     exercise = EXERCISES[number]
     failure = report.get("failure")
-    reread = f"re-read walkthrough.md {exercise['section']}"
+    reread = say("reread", language, section=exercise["section"])
+    where_dir = dir_argument(folder)
     if failure is None:
-        return f"exercise {number} · {exercise['slug']} — the tests failed without a report; {reread}"
+        return say("no_report", language, n=number, slug=exercise["slug"], reread=reread)
     where = failure.get("in_copy") or ""
+    at = say("at", language, where=where) if where else ""
     mine = stubs_left(number, folder)
     if failure["kind"] == "stub" and (failure["exercise"] == number or mine):
-        lines = [
-            f"exercise {number} · {exercise['slug']} — not written yet: the stub still raises NotImplementedError"
-            f" ({mine[0] if mine else where}).",
-            "Write your code in its place (the TODO lines say what it does, and the messages the tests expect).",
-        ]
+        if len(mine) > 1:
+            lines = [say("not_written_many", language, n=number, slug=exercise["slug"], count=len(mine))]
+            lines += [f"  {place}" for place in mine]
+        else:
+            lines = [say("not_written", language, n=number, slug=exercise["slug"], where=mine[0] if mine else where)]
+        lines.append(say("write_here", language))
         other = failure["exercise"]
         if other != number:  # the test stopped at another stub before it reached this one
             about = EXERCISES.get(other, {"slug": "?", "title": "?"})
             lines.append(
-                f"Its test {failure['name']} also runs exercise {other} · {about['slug']}, whose stub is still in "
-                f"place{f' at {where}' if where else ''}: write that one too (ink-py exercise check {other}"
-                f"{dir_argument(folder)})."
-            )
-        lines.append(f"{reread} · stuck? ink-py exercise hint {number}{dir_argument(folder)}")
+                say("also_runs_stub", language, test=failure["name"], other=other, other_slug=about["slug"],
+                    at=at, dir=where_dir)
+            )  # fmt: skip
+        lines.append(say("stuck", language, reread=reread, n=number, dir=where_dir))
         return "\n".join(lines)
     if failure["kind"] == "stub":  # this exercise is written; another one's stub is in the way
         other = failure["exercise"]
         about = EXERCISES.get(other, {"slug": "?", "title": "?"})
         return "\n".join(
             [
-                f"exercise {number} · {exercise['slug']} — {failure['name']} also runs exercise {other} "
-                f"({about['title']}), whose stub is still in place{f' at {where}' if where else ''}.",
-                f"finish exercise {other} first: ink-py exercise check {other}{dir_argument(folder)}",
+                say("stub_in_the_way", language, n=number, slug=exercise["slug"], test=failure["name"], other=other,
+                    other_title=about["title"], at=at),
+                say("finish_first", language, other=other, dir=where_dir),
             ]
-        )
+        )  # fmt: skip
 
-    # Where did it break? In another exercise's region that the student wrote: that exercise is to blame.
-    blamed = failure.get("region")
-    started = load_state(folder).get("started", [])
-    elsewhere = blamed is not None and blamed != number and blamed in EXERCISES and blamed in started
-    fed, expected, got = plain_words(failure)
-    debug = (
-        f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} "
-        f"{shlex.quote(str(SOURCE_ROOT / failure['nodeid']))} --pdb"
-    )
-    headline = f"exercise {number} · {exercise['slug']} — not yet: {failed_after(report['passed'])}"
-    if elsewhere:
+    blamed, theirs, passed_through = blame(number, report, folder)
+    after = failed_after(report["passed"], failure["name"], language)
+    if blamed is not None:
         other = EXERCISES[blamed]
-        headline = (
-            f"exercise {number} · {exercise['slug']} — not yet: {failed_after(report['passed'])[:-1]}, "
-            f"in exercise {blamed} · {other['slug']}'s code (yours), not exercise {number}'s."
-        )
-    lines = [headline, "", f"  test      {failure['name']}   ({failure['file']}:{failure['line']})"]
-    if failure.get("doc"):
-        lines.append(f"  about     {failure['doc']}")
-    lines += labelled("fed", fed) + labelled("expected", expected) + labelled("got", got)
-    if where and failure["kind"] in ("error", "did_not_raise"):
-        lines.append(f"  where     {where}")
-    if elsewhere:
-        other = EXERCISES[blamed]
-        lines += [
-            "",
-            f"fix exercise {blamed} first: re-read walkthrough.md {other['section']}, then "
-            f"ink-py exercise check {blamed}{dir_argument(folder)}",
-        ]
+        headline = say("not_yet_elsewhere", language, n=number, slug=exercise["slug"], after=after, other=blamed,
+                       other_slug=other["slug"])  # fmt: skip
     else:
-        lines += ["", f"{reread}, then run the check again."]
-    lines.append(f"debug it:  {debug}")
+        headline = say("not_yet", language, n=number, slug=exercise["slug"], after=after)
+    lines = [headline, "", *failure_lines(failure, language)]
+    if blamed is not None:
+        other = EXERCISES[blamed]
+        their_test = (theirs or {}).get("name", "?")
+        lines += ["", say("fix_other_first", language, other=blamed, test=their_test, section=other["section"],
+                          dir=where_dir)]  # fmt: skip
+    else:
+        if passed_through:
+            other = EXERCISES[passed_through[0]]
+            lines += ["", say("passed_through", language, other=passed_through[0], other_slug=other["slug"], n=number)]
+        lines += ["", say("again", language, reread=reread)]
+    lines.append(say("debug", language, command=debug_command(folder, failure)))
     return "\n".join(lines)
 
 
-def failed_after(passed: int) -> str:
+def failure_lines(failure: dict[str, Any], language: str) -> list[str]:
+    """test, about, fed, expected, got, where: the failure's lines, labelled."""
+    fed, expected, got = plain_words(failure, language)
+    lines = [f"  {label('test', language)} {failure['name']}   ({failure['file']}:{failure['line']})"]
+    if failure.get("doc"):
+        lines.append(f"  {label('about', language)} {failure['doc']}")
+    lines += labelled("fed", fed, language) + labelled("expected", expected, language) + labelled("got", got, language)
+    where = failure.get("in_copy") or ""
+    if where and failure["kind"] in ("error", "did_not_raise"):
+        lines.append(f"  {label('where', language)} {where}")
+    return lines
+
+
+def debug_command(folder: Path, failure: dict[str, Any]) -> str:
+    return (
+        f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} "
+        f"{shlex.quote(str(SOURCE_ROOT / failure['nodeid']))} --pdb"
+    )
+
+
+def blame(number: int, report: dict[str, Any], folder: Path) -> tuple[int | None, dict[str, Any] | None, list[int]]:
+    """(the exercise to blame instead of ``number``, its own first failure, the others the error passed
+    through whose own tests pass). Another exercise is blamed only if the error passed through its
+    code (written by the student) *and* its own tests fail on the copy: a green exercise never is."""
+    failure = report.get("failure") or {}
+    started = load_state(folder).get("started", [])
+    regions = failure.get("regions") or ([failure["region"]] if failure.get("region") else [])
+    others = [r for r in regions if r != number and r in EXERCISES and r in started and not stubs_left(r, folder)]
+    passing = []
+    for other in others:
+        theirs = run_tests(folder, other)
+        if theirs["exitstatus"] != 0:
+            return other, theirs.get("failure"), []
+        passing.append(other)
+    return None, None, passing
+
+
+def failed_after(passed: int, test: str, language: str) -> str:
     if passed == 0:
-        return "the first test failed."
-    return f"{passed} test{'s' if passed > 1 else ''} passed, then this one failed."
+        return say("first_failed", language, test=test)
+    if passed == 1:
+        return say("then_failed_one", language, test=test)
+    return say("then_failed", language, passed=passed, test=test)
 
 
-def labelled(label: str, text: str) -> list[str]:
+def labelled(key: str, text: str, language: str) -> list[str]:
     if not text:
         return []
     first, *rest = text.split("\n")
-    return [f"  {label:<9} {first}", *[f"            {line}" for line in rest]]
+    return [f"  {label(key, language)} {first}", *[f"            {line}" for line in rest]]
 
 
-def plain_words(failure: dict[str, Any]) -> tuple[str, str, str]:
+def plain_words(failure: dict[str, Any], language: str | None = None) -> tuple[str, str, str]:
     """(what was fed, what was expected, what came back) for a failure the plugin recorded."""
+    language = language or course_language()
     compare = failure.get("compare")
-    params = dict(failure.get("params") or {})
-    # A parameter that is the expected value is not "fed": it shows on the "expected" line.
-    expected_value = compare["right"] if compare and compare["op"] in ("==", "is") else None
-    params = {name: value for name, value in params.items() if value != expected_value and "expect" not in name}
-    fed = "\n".join(f"{name} = {value}" for name, value in params.items())
-    if failure.get("fixtures"):
-        fed = "\n".join(filter(None, [fed, *failure["fixtures"]]))
-    if failure.get("notes"):
-        fed = "\n".join(filter(None, [fed, *failure["notes"]]))
-    if not fed:
-        fed = f"what the test builds — see {failure['file']}:{failure['line']}"
-
     kind, raises = failure["kind"], failure.get("raises")
+    expected_value = compare["right"] if compare and compare["op"] in ("==", "is") else failure.get("expected_value")
+    fed = fed_words(failure, {expected_value, compare["left"] if compare else None}, language)
+    fed = fed or say("test_builds", language, file=failure["file"], line=failure["line"])
+
     if kind == "explained":  # the test said it in words: "expected: …" and "got: …"
-        text = failure["message"]
-        said = re.search(r"^expected: (.*?)\n(?:.*\n)*?got: (.*)$", text, re.MULTILINE | re.DOTALL)
+        said = re.search(r"^expected: (.*?)\n(?:.*\n)*?got: (.*)$", failure["message"], re.MULTILINE | re.DOTALL)
         if said:
             return fed, said[1].strip(), said[2].strip().split("\nassert ")[0]
     if kind == "assert" and compare:
-        op, left, right = compare["op"], value_words(compare["left"]), value_words(compare["right"])
+        op, left, right = compare["op"], got_words(compare["left"], language), compare["right"]
         if op in ("in", "not in"):
-            return fed, f"{left} {'' if op == 'in' else 'not '}to be in it", right
+            return fed, say("in_it" if op == "in" else "not_in_it", language, left=compare["left"]), right
         if op == "!=":
-            return fed, f"anything but {right}", left
+            return fed, say("anything_but", language, right=right), left
         return fed, (right if op in ("==", "is") else f"{op} {right}"), left
     if kind == "assert":  # a bare `assert condition`: the condition, and pytest's account of it
         first, *where = failure["message"].split("\n")
         got = "\n".join([first.removeprefix("assert "), *[w.strip() for w in where if " at 0x" not in w][:3]])
         return fed, failure.get("test_line", "").removeprefix("assert "), got
+    line = failure.get("test_line") or ""
     if kind == "did_not_raise":
         raised = raises or failure["message"].removeprefix("DID NOT RAISE").strip()
-        line = failure.get("test_line") or ""
-        call = f" from  {line}" if line and not line.startswith("with ") else ""  # not `with pytest.raises(…)`
-        return fed, f"{raised} to propagate{call}", "no error: it never reached the caller (swallowed, or never raised)"
+        call = say("from_line", language, line=line) if line and not line.startswith("with ") else ""
+        return fed, say("propagate", language, raised=raised, call=call), say("swallowed", language)
     if raises:  # another error than the one the test waits for
-        return (
-            fed,
-            f"{raises} to propagate from  {failure.get('test_line', '')}".rstrip(),
-            f"a different error — {failure['message']}",
-        )
-    expected = f"no error from  {failure['test_line']}" if failure.get("test_line") else "no error"
-    return fed, expected, f"an error — {failure['message']}"
+        expected = say("propagate", language, raised=raises, call=say("from_line", language, line=line) if line else "")
+        return fed, expected, say("different_error", language, message=failure["message"])
+    if expected_value is not None:  # `assert f(x) == expected` raised before it could compare: show what it wanted
+        return fed, expected_value, say("an_error", language, message=failure["message"])
+    if line.startswith("assert "):  # `assert "x" in f(y)` raised: what was to hold
+        return fed, line.removeprefix("assert "), say("an_error", language, message=failure["message"])
+    expected = say("no_error_from", language, line=line) if line else say("no_error", language)
+    return fed, expected, say("an_error", language, message=failure["message"])
 
 
-def value_words(value: str) -> str:
-    """A reported value as the student should read it: a bare ``None`` says what it means."""
-    return "None (nothing: no value came back)" if value == "None" else value
+def fed_words(failure: dict[str, Any], shown_elsewhere: set[str | None], language: str = "en") -> str:
+    """The test's input: its parameters and own variables (not the expected value, not what came back),
+    the SSE fixtures it read, and the notes it left. A property test's input is the smallest example
+    Hypothesis found (its note), not the variables built from it."""
+    notes = list(failure.get("notes", []))
+    example = next((n for n in notes if n.startswith(HYPOTHESIS_NOTES)), None)
+    if example is not None:
+        notes.remove(example)
+        arguments = [line.removeprefix("    ") for line in example.split("\n")[1:] if line.strip() != ")"]
+        return "\n".join([say("falsifying", language), *arguments, *failure.get("fixtures", []), *notes])
+    values = {**dict(failure.get("params") or {}), **dict(failure.get("locals") or {})}
+    lines = [
+        f"{name} = {value}"
+        for name, value in values.items()
+        if value not in shown_elsewhere and "expect" not in name and name not in ("events", "error", "result")
+    ]
+    return "\n".join([*lines[:6], *failure.get("fixtures", []), *notes])
+
+
+HYPOTHESIS_NOTES = ("Falsifying example:", "Failing test case:")  # how Hypothesis's note on a failure begins
+
+
+def got_words(value: str, language: str) -> str:
+    """A value that came back, as the student should read it: a bare ``None`` says what it means."""
+    return say("nothing_came_back", language) if value == "None" else value

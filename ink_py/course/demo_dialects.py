@@ -96,15 +96,38 @@ def assembler_locals(function: Callable[..., Any]) -> AssemblerLocals:
 @cache
 def traced_functions(function: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
     """``function`` and the functions of its package (``ink_py.provider``) it calls, and those they
-    call, in the order first called in the source; ``UNSHOWN`` ones, and what only they call, left out."""
+    call, in the order first called in the source; ``UNSHOWN`` ones, and what only they call, left out —
+    except, in a student's working copy, the functions of the exercises started there (``parse_sse``
+    and ``parse_frame`` once exercises 1 and 2 are): what the student wrote is always shown."""
     package = function.__module__.rpartition(".")[0]  # ink_py.provider (my_ink.provider in a copy)
+    unshown = UNSHOWN - students_functions(function.__module__.partition(".")[0])
     found = [function]
     for caller in found:  # grows while it is read: each callee's own callees follow
         for callee in callees(caller):
             inside = callee.__module__ == package or callee.__module__.startswith(package + ".")
-            if inside and callee.__name__ not in UNSHOWN and callee not in found:
+            if inside and callee.__name__ not in unshown and callee not in found:
                 found.append(callee)
     return tuple(found)
+
+
+def students_functions(package: str) -> frozenset[str]:
+    """The names of the functions the student writes in the started exercises, if ``package`` is a
+    working copy (``my_ink``); nothing for the reference."""
+    import sys
+    from pathlib import Path
+
+    from .catalogue import EXERCISES
+    from .state import MADE_BY, load_state
+
+    module = sys.modules.get(package)
+    where = getattr(module, "__file__", None)
+    if where is None:
+        return frozenset()
+    state = load_state(Path(where).parent)
+    if state.get("made_by") != MADE_BY:
+        return frozenset()
+    started = [EXERCISES[n] for n in state.get("started", []) if n in EXERCISES]
+    return frozenset(entry.rpartition(":")[2].rpartition(".")[2] for ex in started for entry in ex["functions"])
 
 
 def callees(function: Callable[..., Any]) -> list[Callable[..., Any]]:

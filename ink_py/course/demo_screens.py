@@ -65,12 +65,18 @@ def render_step(
     blocks = panel_blocks(step, style)
     traced = traced_functions(assembler(step["api"]))
     code = code_text(step["lines"], style, context, traced)
-    heading = style.bold("执行的代码") + style.dim("(▶ 本步执行过的行,来自运行中的 ink_py)")
+    heading = style.bold("执行的代码") + style.dim(f"(▶ 本步执行过的行,来自{running_package(step['api'])})")
     if height is None:
         panels = [line for name, lines in blocks for line in ("", name, *lines)]
         return "\n".join([title, *panels, "", heading, *code])
     before = previous["lines"] if previous is not None else {}
     return "\n".join(fit_screen(title, blocks, heading, code, height, style, step["lines"], before, traced))
+
+
+def running_package(api: str) -> str:
+    """Whose code runs, as the heading says it: 运行中的 ink_py, or the student's copy (你的副本 my_ink)."""
+    package = assembler(api).__module__.partition(".")[0]
+    return "运行中的 ink_py" if package == "ink_py" else f"你的副本 {package}"
 
 
 def panel_blocks(step: Step, style: Style) -> list[tuple[str, list[str]]]:

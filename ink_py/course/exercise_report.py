@@ -5,7 +5,9 @@ truth. ``check_all`` prints a table (state, tests passed, hints used); ``write_r
 ``Row`` per exercise for a teacher: state (green, red, not started, not available), tests passed of
 those selected, attempts and hints from the progress file, the time of the first green check.
 ``junit_xml`` turns the rows into the JUnit format CI systems and autograders read: one testcase
-per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest.
+per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest. Once every exercise is green,
+both run the whole suite on the copy (``whole_suite``): "every exercise green" means
+``pytest --impl COPY`` passes in full.
 
     >>> print(junit_xml("my_ink", [{"number": 1, "slug": "parse-frame", "state": "green", "summary": ""}]))
     ... # doctest: +ELLIPSIS
@@ -16,15 +18,19 @@ per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, TypedDict
 from xml.sax.saxutils import quoteattr
 
+from ..atomic import write_text_atomically
 from .catalogue import EXERCISES, ExerciseError
-from .checker import check, describe_failure, run_tests
+from .checker import check, debug_command, describe_failure, failed_after, failure_lines, run_tests
+from .language import course_language, say
 from .progress import next_step
+from .state import is_working_copy, load_state, now, save_state
 from .stubs import available
-from .working_copy import is_working_copy, load_state, now, shown, write_file
+from .working_copy import shown
 
 REPORT_JSON, REPORT_XML = "exercise-report.json", "exercise-report.xml"  # what `report` writes by default
 
@@ -44,34 +50,46 @@ class Row(TypedDict, total=False):
     summary: str  # red: the first line of what check said
 
 
-def report_json(copy: str, generated: str, rows: list[Row]) -> str:
+class Suite(TypedDict):
+    state: str  # green, red, or not run (some exercise is not green yet)
+    summary: str  # red: the first line of what check --all said
+
+
+def report_json(copy: str, generated: str, rows: list[Row], suite: Suite | None = None) -> str:
     green = sum(row["state"] == "green" for row in rows)
+    suite = suite or {"state": "not run", "summary": ""}
     return json.dumps(
-        {"copy": copy, "generated": generated, "green": green, "exercises": rows}, ensure_ascii=False, indent=2
+        {"copy": copy, "generated": generated, "green": green, "exercises": rows, "whole_suite": suite},
+        ensure_ascii=False,
+        indent=2,
     )
 
 
-def junit_xml(copy: str, rows: list[Row]) -> str:
-    failures = sum(row["state"] == "red" for row in rows)
-    skipped = sum(row["state"] not in ("green", "red") for row in rows)
-    suite = f"ink_py course · {copy}"
+def junit_xml(copy: str, rows: list[Row], suite: Suite | None = None) -> str:
+    """One testcase per exercise, and one for the whole suite once it has run."""
+    suite_name = f"ink_py course · {copy}"
     cases = []
-    for row in rows:
-        name = quoteattr(f"exercise {row['number']} · {row['slug']}")
-        if row["state"] == "green":
-            cases.append(f"<testcase classname={quoteattr(suite)} name={name}/>")
-        elif row["state"] == "red":
-            message = quoteattr(row.get("summary") or "the last check failed")
-            cases.append(f"<testcase classname={quoteattr(suite)} name={name}><failure message={message}/></testcase>")
+    outcomes = [(f"exercise {row['number']} · {row['slug']}", row["state"], row.get("summary", "")) for row in rows]
+    if suite is not None and suite["state"] != "not run":
+        outcomes.append((f"the whole suite on {copy}", suite["state"], suite["summary"]))
+    for title, state, summary in outcomes:
+        name = quoteattr(title)
+        if state == "green":
+            cases.append(f"<testcase classname={quoteattr(suite_name)} name={name}/>")
+        elif state == "red":
+            message = quoteattr(summary or "the last check failed")
+            cases.append(
+                f"<testcase classname={quoteattr(suite_name)} name={name}><failure message={message}/></testcase>"
+            )
         else:
             cases.append(
-                f"<testcase classname={quoteattr(suite)} name={name}><skipped message={quoteattr(row['state'])}/>"
+                f"<testcase classname={quoteattr(suite_name)} name={name}><skipped message={quoteattr(state)}/>"
                 "</testcase>"
             )
-    head = (
-        f'<testsuites tests="{len(rows)}" failures="{failures}" skipped="{skipped}">'
-        f'<testsuite name={quoteattr(suite)} tests="{len(rows)}" failures="{failures}" skipped="{skipped}">'
-    )
+    failures = sum(state == "red" for _, state, _ in outcomes)
+    skipped = sum(state not in ("green", "red") for _, state, _ in outcomes)
+    counts = f'tests="{len(outcomes)}" failures="{failures}" skipped="{skipped}"'
+    head = f"<testsuites {counts}><testsuite name={quoteattr(suite_name)} {counts}>"
     return '<?xml version="1.0" encoding="utf-8"?>\n' + head + "".join(cases) + "</testsuite></testsuites>"
 
 
@@ -79,7 +97,8 @@ def junit_xml(copy: str, rows: list[Row]) -> str:
 
 
 def check_all(folder: Path) -> tuple[bool, str]:
-    """``check --all``: every started exercise checked, then a table; green when all of them are."""
+    """``check --all``: every started exercise checked, then a table; once all nine are green, the
+    whole suite on the copy (``pytest --impl folder``) — only then is every exercise green."""
     if not is_working_copy(folder):
         raise ExerciseError(f"no working copy at {shown(folder)} — start with: ink-py exercise start 1")
     started = load_state(folder).get("started", [])
@@ -89,6 +108,13 @@ def check_all(folder: Path) -> tuple[bool, str]:
         if available(number):
             check(number, folder)
     state = load_state(folder)
+    green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
+    suite_words: list[str] = []
+    if green and all(state.get("checks", {}).get(str(n)) == "green" for n in EXERCISES if available(n)):
+        suite, words = whole_suite(folder)
+        green = suite == "green"
+        suite_words = ["", words] if words else []
+        state = load_state(folder)
     rows = [
         ("exercise", "state", "tests passed", "hints used"),
         *[
@@ -103,12 +129,42 @@ def check_all(folder: Path) -> tuple[bool, str]:
     ]
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
-    return green, "\n".join([f"Course exercises in {shown(folder)}", "", *table, "", next_step(state, folder)])
+    heading = f"Course exercises in {shown(folder)}"
+    return green, "\n".join([heading, "", *table, *suite_words, "", next_step(state, folder)])
+
+
+def whole_suite(folder: Path) -> tuple[str, str]:
+    """``pytest --impl folder`` in full, once every exercise's own tests pass: ("green" or "red",
+    in words: how many passed, or the first failure). Kept in the progress file: ``next_step`` reads it."""
+    print(say("suite_running"), file=sys.stderr, flush=True)
+    report = run_tests(folder, None)
+    suite = "green" if report["exitstatus"] == 0 else "red"
+    state = load_state(folder)
+    state["suite"] = suite
+    save_state(folder, state)
+    failure = report.get("failure")
+    language = course_language()
+    if suite == "green":
+        return suite, say("suite_passed", language, passed=report["passed"])
+    if failure is None:
+        return suite, ""
+    lines = [say("suite_failed", language, after=failed_after(report["passed"], failure["name"], language)), ""]
+    lines += failure_lines(failure, language)
+    ran = [n for n in (failure.get("regions") or []) if n in EXERCISES]
+    marked = [n for n in report["selected"].get(failure["nodeid"], []) if n in EXERCISES]
+    blamed = (ran or marked or [None])[0]
+    if blamed is None:
+        lines += ["", say("suite_no_exercise", language)]
+    else:
+        other = EXERCISES[blamed]
+        lines += ["", say("suite_blames", language, other=blamed, other_slug=other["slug"], section=other["section"])]
+    lines.append(say("debug", language, command=debug_command(folder, failure)))
+    return suite, "\n".join(lines)
 
 
 def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
-    """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit."""
+    """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit;
+    once all are green, the whole suite too (a testcase of its own)."""
     if not is_working_copy(folder):
         raise ExerciseError(f"no working copy at {shown(folder)} — nothing to report")
     state = load_state(folder)
@@ -130,10 +186,15 @@ def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
             if not green:
                 row["summary"] = describe_failure(number, report, folder).split("\n")[0]
         rows.append(row)
-    write_file(json_path, report_json(folder.name, now(), rows) + "\n")
-    write_file(xml_path, junit_xml(folder.name, rows) + "\n")
+    suite: Suite = {"state": "not run", "summary": ""}
+    if all(row["state"] == "green" for row in rows if available(row["number"])):
+        state_of_suite, words = whole_suite(folder)
+        suite = {"state": state_of_suite, "summary": words.split("\n")[0]}
+    write_text_atomically(json_path, report_json(folder.name, now(), rows, suite) + "\n")
+    write_text_atomically(xml_path, junit_xml(folder.name, rows, suite) + "\n")
     green = sum(row["state"] == "green" for row in rows)
-    return f"{green} of {len(rows)} exercises green · wrote {json_path} and {xml_path} (JUnit)"
+    whole = "" if suite["state"] == "not run" else f" · the whole suite {suite['state']}"
+    return f"{green} of {len(rows)} exercises green{whole} · wrote {json_path} and {xml_path} (JUnit)"
 
 
 def exercise_state(number: int, state: dict[str, Any]) -> str:

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import EXERCISES, ExerciseError
+from .language import columns, say
+from .state import is_working_copy, load_state, save_state
 from .stubs import MarkerError, available, find_regions, group_by_file, is_stub, package_regions
-from .working_copy import columns, dir_argument, is_working_copy, load_state, save_state, shown
+from .working_copy import dir_argument, shown
 
 # ── list and the next step ────────────────────────────────────────────────────────────
 
@@ -64,14 +66,21 @@ def pad(text: str, width: int) -> str:
 
 
 def next_step(state: dict[str, Any], folder: Path, after: int = 0) -> str:
-    """What to do next: the first exercise, in article order, that is not green yet."""
+    """What to do next: the first exercise, in article order, that is not green yet — and once every
+    exercise's own tests pass, the whole suite on the copy (``check --all``): only when that passes
+    too is every exercise green."""
     checks = state.get("checks", {})
     for number, exercise in EXERCISES.items():
         if number <= after or not available(number) or checks.get(str(number)) == "green":
             continue
         verb = "check" if number in state.get("started", []) else "start"
-        return f"next: exercise {number} · {exercise['slug']} — ink-py exercise {verb} {number}{dir_argument(folder)}"
-    return "every available exercise is green — well done."
+        return say("next", n=number, slug=exercise["slug"], verb=verb, dir=dir_argument(folder))
+    if any(checks.get(str(n)) != "green" for n in EXERCISES if available(n)):  # one before `after` is not
+        return next_step(state, folder)
+    suite = state.get("suite")
+    if suite == "green":
+        return say("all_green")
+    return say("suite_red" if suite == "red" else "every_exercise_passes", dir=dir_argument(folder))
 
 
 # ── hints ─────────────────────────────────────────────────────────────────────────────

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .catalogue import EXERCISES, ExerciseError, Region
+from .language import columns, say, todo_words
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reference the stubs are cut from
 QUOTING = ("course/exercises.py", "course/stubs.py")  # they describe the markers, they hold none
@@ -191,16 +192,33 @@ def blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
 
 
 def region_comments(text: str, region: Region) -> list[str]:
-    """The comments inside a region — whole-line and trailing — in order, without the ``#``."""
+    """The comments inside a region — whole-line and trailing — in order, without the ``#``; a
+    comment of several whole lines in a row is one, its lines joined (a sentence is never cut).
+
+    >>> region = {"number": 4, "start": -1, "end": 4, "indent": "", "label": ""}
+    >>> region_comments("x = 1  # one\\n# a new id is\\n# a new call\\ny = 2\\n", region)
+    ['one', 'a new id is a new call']
+    """
     rows = range(region["start"] + 2, region["end"] + 1)  # tokenize counts lines from 1
+    lines = text.split("\n")
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        found = [tok.string for tok in tokens if tok.type == tokenize.COMMENT and tok.start[0] in rows]
+        found = [(tok.start[0], tok.string) for tok in tokens if tok.type == tokenize.COMMENT and tok.start[0] in rows]
     except (tokenize.TokenError, SyntaxError):  # unreadable source: whole-line comments only
-        lines = text.split("\n")
-        found = [lines[row - 1].strip() for row in rows if lines[row - 1].strip().startswith("#")]
-    comments = [comment.lstrip("#").strip() for comment in found]
-    return [comment for comment in comments if comment and not PRAGMA.match(comment)]
+        found = [(row, lines[row - 1].strip()) for row in rows if lines[row - 1].strip().startswith("#")]
+    comments: list[str] = []
+    previous_whole = -1  # the row of the last whole-line comment
+    for row, comment in found:
+        words = comment.lstrip("#").strip()
+        if not words or PRAGMA.match(words):
+            continue
+        whole = lines[row - 1].strip().startswith("#")
+        if whole and previous_whole == row - 1 and comments:
+            comments[-1] += " " + words  # the same comment, on its next line
+        else:
+            comments.append(words)
+        previous_whole = row if whole else -1
+    return comments
 
 
 # ── the stub ──────────────────────────────────────────────────────────────────────────
@@ -212,14 +230,16 @@ def stub_message(number: int) -> str:
     return f"exercise {number} not written yet: {exercise['title']} — see walkthrough.md {exercise['section']}"
 
 
-def stub_body(text: str, region: Region) -> list[str]:
-    """The lines that replace a region: its comments as TODOs, then one raise — between markers
-    if the region is a part found by its lines (the copy must find the student's code again)."""
+def stub_body(text: str, region: Region, language: str = "en") -> list[str]:
+    """The lines that replace a region: its comments as TODOs (in ``language``), then one raise —
+    between markers if the region is a part found by its lines (the copy must find the student's
+    code again)."""
     indent = region["indent"]
-    todos = [f"{indent}# TODO: {comment}" for comment in region_comments(text, region)]
+    comments = [todo_words(comment, language) for comment in region_comments(text, region)]
+    todos = [line for comment in comments for line in todo_lines(indent, comment)]
     words = region_messages(text, region)
     if words:
-        todos.append(f"{indent}# TODO: the tests compare these words exactly; use them as they are:")
+        todos.append(f"{indent}# TODO: {say('exact_words', language)}")
         todos += [f"{indent}# TODO:     {message}" for message in words]
     message = json.dumps(stub_message(region["number"]), ensure_ascii=False)  # also a valid Python literal
     stub = [*todos, f"{indent}raise NotImplementedError({message})"]
@@ -227,6 +247,30 @@ def stub_body(text: str, region: Region) -> list[str]:
         number = region["number"]
         return [f"{indent}# exercise {number} ▼ {region['label']}", *stub, f"{indent}# exercise {number} ▲"]
     return stub
+
+
+BREAK_AFTER = " ,;:,;:。、)"  # where a TODO line may be wrapped
+
+
+def todo_lines(indent: str, comment: str, width: int = 110) -> list[str]:
+    """One TODO, wrapped at ``width`` terminal columns: ``# TODO: …`` then ``#       …`` lines
+    (a Chinese character takes two columns; a line breaks after a space or a punctuation mark).
+
+    >>> todo_lines("", "alpha beta gamma delta epsilon zeta", width=30)
+    ['# TODO: alpha beta gamma delta', '#       epsilon zeta']
+    """
+    room = max(20, width - len(indent) - 8)
+    lines: list[str] = []
+    line = ""
+    for char in comment:
+        line += char
+        if columns(line.rstrip()) > room:
+            breaks = [i + 1 for i, c in enumerate(line[:-1]) if c in BREAK_AFTER]
+            cut = breaks[-1] if breaks else len(line) - 1  # no place to break: mid-word, once
+            lines.append(line[:cut].rstrip())
+            line = line[cut:].lstrip()
+    lines.append(line.rstrip())
+    return [f"{indent}{'# TODO: ' if i == 0 else '#       '}{text}" for i, text in enumerate(lines)]
 
 
 def region_messages(text: str, region: Region) -> list[str]:
@@ -272,6 +316,31 @@ def stub_source(text: str, number: int, where: str = "<source>") -> str:
     for region in reversed([r for r in find_regions(text, where) if r["number"] == number]):
         text = replace_body(text, region, stub_body(text, region))
     return text
+
+
+def region_name(text: str, region: Region) -> str:
+    """What the student writes there: the function that holds the region, and the part's label.
+
+    >>> region = {"number": 9, "start": 0, "end": 2, "indent": "", "label": ""}
+    >>> region_name("def concat(a, b):\\n    return a\\n", region)
+    'concat'
+    """
+    try:
+        functions = list(defined_functions(ast.parse(text)))
+    except SyntaxError:
+        return region["label"]
+    holding = [
+        name for name, node in functions if node.lineno <= region["start"] + 2 <= (node.end_lineno or node.lineno)
+    ]
+    name = max(holding, key=len, default="")  # the innermost: Class.method is longer than Class
+    label = region["label"] or marker_label(text, region)
+    return f"{name}: {label}" if name and label else name or label
+
+
+def marker_label(text: str, region: Region) -> str:
+    """The label of a marked region's opening line (``# exercise 3 ▼ text accumulation``), else ""."""
+    opening = OPEN.match(text.split("\n")[region["start"]]) if region["start"] >= 0 else None
+    return opening.group(0).partition("▼")[2].strip() if opening else ""
 
 
 def is_stub(text: str, region: Region) -> bool:

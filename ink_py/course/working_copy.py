@@ -2,10 +2,10 @@
 
 The copy is importable as package ``my_ink``, and it imports only itself, because ink_py uses
 relative imports throughout. ``start`` replaces each region of the exercise with its stub; starting
-more exercises stubs more regions in the same copy and leaves every other line alone. A progress
-file, ``DIR/.exercises.json``, marks the folder as a copy made here and remembers started
-exercises, check results and hints shown. Sections: the progress file, making the copy and
-``start``, how a folder is shown to the student, ``reset`` and ``diff`` (side by side, in columns).
+more exercises stubs more regions in the same copy and leaves every other line alone. The
+progress file, ``DIR/.exercises.json``, is ``state.py``'s. Sections: making the copy and ``start``,
+how a folder is shown to the student, ``reset`` (its backups never overwrite each other) and
+``diff`` (side by side, in columns). Every file is written through ``ink_py/atomic.py``.
 
     >>> fit("parse_frame", 8) + "|", fit("解析一行", 6) + "|", fit("解析", 6) + "|"
     ('parse_fr|', '解析… |', '解析  |')
@@ -13,56 +13,34 @@ exercises, check results and hints shown. Sections: the progress file, making th
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
 import sys
 import tempfile
-import unicodedata
 from pathlib import Path
-from typing import Any
 
+from ..atomic import write_new_text_atomically, write_text_atomically
 from .catalogue import EXERCISES, ExerciseError, Region
-from .stubs import PACKAGE_DIR, body_of, find_regions, group_by_file, is_stub, package_regions, replace_body, stub_body
+from .language import columns, course_language
+from .state import MADE_BY, STATE_FILE, is_working_copy, load_state, now, save_state
+from .stubs import (
+    PACKAGE_DIR,
+    body_of,
+    find_regions,
+    group_by_file,
+    is_stub,
+    package_regions,
+    region_name,
+    replace_body,
+    stub_body,
+)
 
 DEFAULT_DIR = "my_ink"
-STATE_FILE = ".exercises.json"
-MADE_BY = "ink-py exercise start"
 
-# ── the progress file and the copy ────────────────────────────────────────────────────
+# ── the copy ──────────────────────────────────────────────────────────────────────────
 
 RESERVED_NAMES = {"ink_py", "tests", "pytest", "_pytest", "hypothesis", "requests", "urllib3"}
-
-
-def load_state(folder: Path) -> dict[str, Any]:
-    try:
-        state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
-
-
-def save_state(folder: Path, state: dict[str, Any]) -> None:
-    write_file(folder / STATE_FILE, json.dumps(state, ensure_ascii=False, indent=2) + "\n")
-
-
-def write_file(path: Path, text: str) -> None:
-    """Write through a temporary file, so a crash never leaves half a file behind."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
-def now() -> str:
-    """The time, as the progress file and the report keep it: UTC, to the second."""
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def is_working_copy(folder: Path) -> bool:
-    return load_state(folder).get("made_by") == MADE_BY
 
 
 def check_copy_name(folder: Path) -> None:
@@ -105,6 +83,7 @@ def start(number: int, folder: Path) -> str:
         )
     state = load_state(folder)
     exercise = EXERCISES[number]
+    language = course_language()  # the stub's TODO lines: in the student's language
     if number in state.get("started", []):
         return f"exercise {number} · {exercise['slug']} is already started in {shown(folder)} — nothing changed."
 
@@ -128,13 +107,14 @@ def start(number: int, folder: Path) -> str:
                     f"{shown(folder)}/{relative}:{ours['start'] + 1}: exercise {number}'s region differs from "
                     "ink_py's — did you edit it? Nothing was changed"
                 )
-            text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}))
+            text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}, language))
         compile(text, str(target), "exec")  # a stub always compiles; make sure before writing
         new_texts[target] = text
-        for ours in [r for r in find_regions(text) if r["number"] == number]:
-            stubs.append(f"{shown(folder)}/{relative}:{ours['start'] + 1}")
+        for ours, region in zip([r for r in find_regions(text) if r["number"] == number], regions, strict=False):
+            name = region_name(reference, {**region, "label": ours["label"] or region["label"]})
+            stubs.append(f"{shown(folder)}/{relative}:{ours['start'] + 1}" + (f"  ({name})" if name else ""))
     for target, text in new_texts.items():
-        write_file(target, text)
+        write_text_atomically(target, text)
     state["started"] = sorted({*state.get("started", []), number})
     save_state(folder, state)
     made_note = f" (a new copy of ink_py, importable as package {folder.name})" if made else ""
@@ -194,6 +174,7 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
         raise ExerciseError(f"no working copy at {shown(folder)}")
     state = load_state(folder)
     exercise = EXERCISES[number]
+    language = course_language()
     if number not in state.get("started", []):
         raise ExerciseError(f"exercise {number} is not started in {shown(folder)}: nothing to reset")
     new_texts: dict[Path, str] = {}
@@ -205,7 +186,7 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
         mine = copy_regions(text, folder, relative, number, len(regions))
         for region, ours in reversed(list(zip(regions, mine, strict=True))):
             kept.append(f"# {relative}:{ours['start'] + 1}\n" + "\n".join(body_of(text, ours)))
-            text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}))
+            text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}, language))
         compile(text, str(target), "exec")
         new_texts[target] = text
     if not yes:
@@ -219,11 +200,9 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
         )
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             return "nothing changed."
-    backup = folder / ".reset" / f"exercise-{number}-{now().replace(':', '')}.py"
-    backup.parent.mkdir(exist_ok=True)
-    write_file(backup, "\n\n".join(reversed(kept)) + "\n")
+    backup = keep_backup(folder / ".reset", f"exercise-{number}-{now().replace(':', '')}", "\n\n".join(reversed(kept)))
     for target, text in new_texts.items():
-        write_file(target, text)
+        write_text_atomically(target, text)
     state.get("checks", {}).pop(str(number), None)
     save_state(folder, state)
     return "\n".join(
@@ -234,6 +213,20 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
             f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
         ]
     )
+
+
+def keep_backup(where: Path, stem: str, code: str) -> Path:
+    """``code`` in ``where/stem.py``, or ``stem-2.py``, ``stem-3.py`` …: the first name no backup has —
+    claimed atomically, so two resets in one second (or at once) never overwrite each other's."""
+    where.mkdir(exist_ok=True)
+    for attempt in range(1, 10_000):
+        backup = where / (f"{stem}.py" if attempt == 1 else f"{stem}-{attempt}.py")
+        try:
+            write_new_text_atomically(backup, code + "\n")
+            return backup
+        except FileExistsError:
+            continue
+    raise ExerciseError(f"{shown(where)} holds 9999 backups named {stem}: move some away")
 
 
 def diff(number: int, folder: Path, width: int | None = None) -> str:
@@ -279,7 +272,3 @@ def fit(line: str, width: int) -> str:
             line += "…"
             break
     return line + " " * (width - columns(line))
-
-
-def columns(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

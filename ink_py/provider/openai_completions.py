@@ -85,12 +85,12 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
 
         # ① Save the text and tell the display at once.
         content = delta.get("content") or delta.get("refusal")  # beyond §2: a refusal is the reply's words too
-        if isinstance(content, str) and content != "":
-            if text_block is None:
+        if isinstance(content, str) and content != "":  # only real text: None, "" or a number yields nothing
+            if text_block is None:  # the first text opens the reply's one text block, kept in blocks
                 text_block = {"type": "text", "text": ""}
                 blocks.append(text_block)
-            text_parts.append(content)  # instead of Ink's `textBlock.text += content`: joined once at ④
-            yield {"type": "text_delta", "text": content}
+            text_parts.append(content)  # ④ overwrites text_block["text"] with "".join(text_parts): not Ink's +=
+            yield {"type": "text_delta", "text": content}  # the display gets each piece at once
 
         # Reasoning text (DeepSeek's reasoning_content, OpenRouter's reasoning): shown, never sent back.
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
@@ -135,7 +135,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
 
         # ③ Note the finish reason the server gives (§4.1, §4.4); keep reading to the end.
-        if choice.get("finish_reason") is not None:
+        if choice.get("finish_reason") is not None:  # any reason counts as seen, even "" or one not in §4.4
             saw_finish = True
             stop_reason = map_finish_reason(choice["finish_reason"])  # no break: usage often comes later
         merge_usage(usage, chunk, choice)  # usually a last chunk with no choices
@@ -164,6 +164,7 @@ def map_finish_reason(reason: Any) -> StopReason:
     >>> [map_finish_reason(r) for r in ("tool_calls", "stop", "length", "content_filter")]
     ['tool_use', 'end_turn', 'max_tokens', None]
     """
+    # §4.4's table: tool_calls → tool_use, stop → end_turn, length → max_tokens; any other reason → None
     return {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens"}.get(reason)  # type: ignore[return-value]
 
 

@@ -51,21 +51,21 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
     >>> list(parse_sse([b'data: {"a": 1}\\n\\ndata: [DO', b'NE]\\n\\n']))
     [{'event': 'message', 'data': {'a': 1}}, {'event': 'message', 'data': '[DONE]'}]
     """
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true
-    buffer = ""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true: bytes → text
+    buffer = ""  # the text received that has not yet formed a complete event
     for chunk in body:
         searched = len(buffer) - 1  # beyond §2.1: the old text holds no "\n\n", so only the new is searched
         buffer += decoder.decode(chunk)  # a character split across reads waits for its rest
         start = 0
-        sep = buffer.find("\n\n", max(searched, 0))
+        sep = buffer.find("\n\n", max(searched, 0))  # a blank line ends an event
         while sep != -1:
-            frame = buffer[start:sep]
+            frame = buffer[start:sep]  # one event's lines, without the blank line
             start = sep + 2  # leave what has not yet formed a complete event
             parsed = parse_frame(frame)
-            if parsed is not None:
-                yield parsed
+            if parsed is not None:  # parse_frame gives None for a comment or a keep-alive
+                yield parsed  # at once, in the read that completed it
             sep = buffer.find("\n\n", start)
-        buffer = buffer[start:]  # one copy per read, not one per frame: linear time
+        buffer = buffer[start:]  # keep the rest: one copy per read, not one per frame, so linear time
 
 
 def parse_frame(frame: str) -> SseEvent | None:
@@ -79,24 +79,24 @@ def parse_frame(frame: str) -> SseEvent | None:
     event = "message"  # the default SSE event name when there is no `event:` line
     data_lines: list[str] = []
     error_lines: list[str] = []
-    for line in frame.split("\n"):
+    for line in frame.split("\n"):  # one field per line
         field, _, value = line.partition(":")  # beyond §2.1: WHATWG's fields; a ": …" line is a comment
         value = value.removeprefix(" ")  # exactly one space is stripped (WHATWG; Ink trims them all)
         if field == "event":
-            event = value or "message"
+            event = value or "message"  # an empty `event:` names no event
         elif field == "data":
             data_lines.append(value)  # collect every data: line
         elif field == "error":  # beyond §2.1: older llama.cpp sends `error: {...}` this way
-            error_lines.append(value)
+            error_lines.append(value)  # id:, retry: and unknown fields are ignored
     if error_lines:
-        event, data_lines = "error", error_lines
+        event, data_lines = "error", error_lines  # error: lines make an "error" event of their text
     data = "\n".join(data_lines)  # several data: lines are joined with "\n"
     if not data:
         return None  # beyond §2.1: no data, or an empty `data:` (a keep-alive)
     try:
-        return {"event": event, "data": FINITE_JSON.decode(data)}
-    except (ValueError, RecursionError) as err:  # beyond §4.1: Ink skips what is not JSON; ink_py says why
-        return not_json(frame, event, data, err)
+        return {"event": event, "data": FINITE_JSON.decode(data)}  # beyond §4.1: FINITE_JSON refuses NaN, Infinity
+    except (ValueError, RecursionError) as err:  # beyond §4.1: Ink skips what is not JSON; not_json says why
+        return not_json(frame, event, data, err)  # [DONE] and an error: line's text come back; the rest raises
 
 
 # ── §4.2 abort_safe and §4.3 safe_parse_json ────────────────────────────────────────────
@@ -126,7 +126,7 @@ def safe_parse_json(raw: str) -> Any:
     {'_parseError': 'tool arguments were not valid JSON', 'raw': '{"path":"README.md"'}
     """
     try:
-        value = FINITE_JSON.decode(raw)  # beyond §4.3: NaN/Infinity refused, so the history stays valid JSON
+        value = FINITE_JSON.decode(raw)  # beyond §4.3: FINITE_JSON refuses NaN/Infinity: the history stays valid JSON
     except (ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return {"_parseError": "tool arguments were not valid JSON", "raw": raw[:500]}
     if nesting_depth(value) > MAX_ARGUMENT_DEPTH:  # beyond §4.3: json.dumps of it would overflow the stack
