@@ -187,3 +187,77 @@ def test_the_relay_gets_the_bound(ink: Any, monkeypatch: pytest.MonkeyPatch, tmp
             relay.close()
     [error] = [e["data"]["message"] for e in events if e["event"] == "error"]
     assert "MAX_REPLY_BYTES" in error
+
+
+# ── what no event reports: the whole body is bounded (shared.py · guarded, MAX_BODY_BYTES) ──
+
+
+def empty_block(dialect: str, index: int) -> bytes:
+    """A block that opens and stays empty, at a new index: the loop keeps it, no event reports it."""
+    if dialect == "anthropic_messages":
+        start = {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+        return frame(start, "content_block_start")
+    if dialect == "openai_responses":
+        item = {"type": "message", "id": f"m{index}"}
+        return frame({"output_index": index, "item": item}, "response.output_item.added")
+    return frame({"choices": [{"delta": {}}]})  # Chat Completions keeps nothing for it
+
+
+def endless_empty_blocks(dialect: str, sent: dict[str, int]) -> Callable[[socket.socket], None]:
+    def send(conn: socket.socket) -> None:
+        index = 0
+        while sent["bytes"] < MAX_SENT:
+            batch = b"".join(empty_block(dialect, index + i) for i in range(100))
+            conn.sendall(batch)
+            sent["bytes"] += len(batch)
+            index += 100
+
+    return send
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_what_no_event_reports_is_bounded_by_the_bodys_size(ink: Any, monkeypatch: pytest.MonkeyPatch, dialect: str):
+    monkeypatch.setattr(ink.shared, "MAX_BODY_BYTES", 2 << 20)
+    sent = {"bytes": 0}
+    with sse_server(endless_empty_blocks(dialect, sent)) as server:
+        provider = provider_in(ink, dialect, server.base_url)
+        with pytest.raises(ink.types.ProviderError, match=r"more than 2 MiB \(MAX_BODY_BYTES\)"):
+            list(provider.stream({"model": "m", "system": "", "messages": []}))
+    assert sent["bytes"] < MAX_SENT
+
+
+def test_endless_empty_blocks_end_with_one_line_in_bounded_memory(tmp_path: Path) -> None:
+    """Before: endless content_block_start at new indexes grew the Messages reader without end."""
+    sent = {"bytes": 0}
+    with sse_server(endless_empty_blocks("anthropic_messages", sent)) as server:
+        prelude = textwrap.dedent(
+            f"""
+            import resource, runpy, sys
+            resource.setrlimit(resource.RLIMIT_AS, ({LIMIT_MIB} << 20, {LIMIT_MIB} << 20))
+            sys.path.insert(0, {str(ROOT)!r})
+            sys.argv = ["ink-py", "--base-url", {server.base_url!r}, "--model", "m",
+                        "--api", "anthropic-messages", "--workspace", {str(tmp_path)!r}]
+            runpy.run_module("ink_py", run_name="__main__")
+            """
+        )
+        result = run_measured([sys.executable, "-c", prelude], env={"ANTHROPIC_BASE_URL": ""}, timeout=300)
+    line = one_error_line(result.err)
+    assert result.code == 1 and "a reply of more than 128 MiB (MAX_BODY_BYTES)" in line, result.err[-500:]
+    assert sent["bytes"] < MAX_SENT
+    assert result.peak_mib < 700, f"peak {result.peak_mib:.0f} MiB for a 128 MiB body"  # measured: 435 MiB
+
+
+def test_a_signature_in_many_pieces_is_joined_once(ink: Any) -> None:
+    """signature_delta pieces were added to one growing string (a copy per piece): now joined at the block's stop."""
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}
+    pieces = [
+        frame({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": s}})
+        for s in ("Eq", "lK", "w==")
+    ]
+    body = frame({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}, "message_start")
+    body += frame(start, "content_block_start") + b"".join(pieces)
+    body += frame({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}})
+    body += frame({"type": "content_block_stop", "index": 0}, "content_block_stop")
+    body += frame({"type": "message_stop"}, "message_stop")
+    [*_, end] = ink.anthropic_messages.assemble_stream([body])
+    assert end["message"]["blocks"] == [{"type": "thinking", "thinking": "hm", "signature": "EqlKw=="}]

@@ -67,6 +67,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     parts_by_index: dict[Any, list[str]] = {}  # content index → its text / argument fragments
     finished: set[Any] = set()  # indexes whose content_block_stop arrived
     opened: set[Any] = set()  # indexes that opened, kept or not (a server tool's block is not)
+    signatures: dict[Any, list[str]] = {}  # thinking index → its signature's pieces
     usage: Usage = empty_usage()
     counts: dict[str, int] = {}  # usage as reported so far, field by field (merge_usage)
     stop_reason: StopReason = None
@@ -112,7 +113,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                 parts_by_index[index].append(delta["thinking"])
                 yield {"type": "thinking_delta", "text": delta["thinking"]}
             elif block["type"] == "thinking" and isinstance(delta.get("signature"), str):
-                block["signature"] = block.get("signature", "") + delta["signature"]  # signature_delta
+                signatures.setdefault(index, []).append(delta["signature"])  # signature_delta: joined at its stop
             # ② Keep each tool request's argument fragments by its content index (§2.2).
             elif block["type"] == "toolCall" and isinstance(delta.get("partial_json"), str):
                 fragment = delta["partial_json"]  # the first is often "": no delta for it
@@ -121,7 +122,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
                     yield {"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}
 
         elif kind == "content_block_stop" and index in block_by_index and index not in finished:
-            finish_block(block_by_index[index], parts_by_index[index])  # a tool's arguments parse here
+            finish_block(block_by_index[index], parts_by_index[index], signatures.get(index))  # arguments parse here
             finished.add(index)
 
         # ③ Note the stop reason the server gives (§4.1, §4.4); keep reading to message_stop.
@@ -138,7 +139,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     # ④ The stream is over: finish any block whose content_block_stop never came (§4.3).
     for index, block in block_by_index.items():
         if index not in finished:
-            finish_block(block, parts_by_index[index])
+            finish_block(block, parts_by_index[index], signatures.get(index))
     blocks = [block for block in blocks if has_content(block)]  # an empty text block is no reply
 
     if signal.aborted:
@@ -171,12 +172,15 @@ def has_content(block: AssistantBlock) -> bool:
     return True
 
 
-def finish_block(block: AssistantBlock, parts: list[str]) -> None:
-    """Join a block's fragments: text and thinking as they are, a tool's arguments parsed."""
+def finish_block(block: AssistantBlock, parts: list[str], signature: list[str] | None = None) -> None:
+    """Join a block's fragments: text and thinking as they are (a thinking block's signature
+    too), a tool's arguments parsed."""
     if block["type"] == "text":
         block["text"] = "".join(parts)
     elif block["type"] == "thinking":
         block["thinking"] = "".join(parts)
+        if signature:
+            block["signature"] = block.get("signature", "") + "".join(signature)
     else:
         finish_tool_arguments(block, parts)  # no input deltas at all → {}
 

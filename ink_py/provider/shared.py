@@ -31,6 +31,7 @@ T = TypeVar("T")
 DONE = "[DONE]"  # Chat Completions' end marker: `data: [DONE]` (an API convention, not SSE's)
 MAX_EVENT_BYTES = 32 * 1024 * 1024  # beyond §2.1: most bytes one unfinished event may hold
 MAX_REPLY_BYTES = 64 * 1024 * 1024  # beyond §2: most one reply's text, reasoning and arguments may hold (base.py)
+MAX_BODY_BYTES = 128 * 1024 * 1024  # beyond §2.1: most bytes one reply's body may hold, whatever it holds
 MAX_ARGUMENT_DEPTH = 100  # beyond §4.3: tool arguments nested deeper are refused, not parsed into a crash
 MAX_QUOTE_CHARS = 200  # how much of a server's bad payload an error message quotes
 
@@ -215,13 +216,15 @@ def guarded(body: Iterable[bytes]) -> Iterator[bytes]:
     What the article leaves out, by the WHATWG event-stream rules and for servers that break
     them: a byte-order mark at the very start is dropped; CR and CRLF line ends become LF,
     also a CRLF split across two reads; one unfinished event may hold at most
-    ``MAX_EVENT_BYTES``; a body that ends inside an event gets its blank line, so the event
-    is parsed, not dropped — or, if it does not parse, the stream was cut and says so.
+    ``MAX_EVENT_BYTES``, the whole body ``MAX_BODY_BYTES`` (what no event reports, such as
+    endless blocks that stay empty, is bounded too); a body that ends inside an event gets its
+    blank line, so the event is parsed, not dropped — or, if it does not parse, the stream was
+    cut and says so.
 
     >>> list(guarded([b"\\xef\\xbb\\xbfdata: 1\\r", b"\\n\\r\\ndata: [DONE]"]))
     [b'data: 1\\n', b'\\ndata: [DONE]', b'\\n\\n']
     """
-    limit = MAX_EVENT_BYTES  # read at each call: a test may lower it
+    limit, body_limit = MAX_EVENT_BYTES, MAX_BODY_BYTES  # read at each call: a test may lower them
     reads = iter(body)
     head = b""
     for data in reads:  # the very start: a byte-order mark, perhaps split across reads
@@ -232,6 +235,7 @@ def guarded(body: Iterable[bytes]) -> Iterator[bytes]:
     after_lf = False  # the last read ended with "\n": one opening the next makes a blank line
     unfinished: list[bytes] = []  # what was handed on since the last blank line: an event not yet whole
     size = 0  # its bytes
+    total = 0  # the body's bytes so far
     for data in itertools.chain([head.removeprefix(BOM)], reads):
         if after_cr or b"\r" in data:  # CRLF and a lone CR end a line too
             if after_cr and data.startswith(b"\n"):
@@ -241,6 +245,12 @@ def guarded(body: Iterable[bytes]) -> Iterator[bytes]:
                 data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not data:
             continue
+        total += len(data)
+        if total > body_limit:
+            raise ProviderError(
+                f"the server sent a reply of more than {body_limit // (1024 * 1024)} MiB (MAX_BODY_BYTES); "
+                "the rest was not read"
+            )
         end = data.rfind(b"\n\n")
         if end != -1:
             unfinished, size = [data[end + 2 :]], len(data) - end - 2
