@@ -181,7 +181,8 @@ def test_fixture_scenarios_replay_their_bytes_exactly(
     body = wire_body("读取 README.md", stream=True)
     if api == RESPONSES:
         body["input"] = body.pop("messages")
-    with requests.post(server.base_url + PATHS[api], json=body, stream=True, timeout=(5, 0.3)) as response:
+    # 2 s for each read: long enough for a busy machine, short enough to wait out the abort scenario's silence
+    with requests.post(server.base_url + PATHS[api], json=body, stream=True, timeout=(5, 2.0)) as response:
         assert response.headers["Content-Type"] == "text/event-stream"
         received = b""
         while len(received) < len(expected):
