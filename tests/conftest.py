@@ -42,6 +42,7 @@ MODULES = {
     "loop": "core.loop",
     "read_tool": "core.tools.read",
     "chunks": "second_article.chunks",
+    "runner": "runner",
 }
 
 

@@ -165,7 +165,7 @@ def test_the_provider_never_retries_a_url_that_cannot_be_sent(ink: Any, sleeps: 
 
 
 def test_a_silent_server_is_said_once_after_a_few_seconds(ink: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ink_py.runner import run_prompt
+    run_prompt = ink.runner.run_prompt  # the copy's own: its ContextVar is the one its transport reads
 
     monkeypatch.setattr(ink.transport, "WAITING_NOTICE_SECONDS", 0.3)
     monkeypatch.setattr(ink.transport, "HEADERS_TIMEOUT_SECONDS", 1.5)
@@ -183,7 +183,7 @@ def test_a_silent_server_is_said_once_after_a_few_seconds(ink: Any, monkeypatch:
 
 
 def test_a_server_that_answers_in_time_gets_no_notice(ink: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ink_py.runner import run_prompt
+    run_prompt = ink.runner.run_prompt  # the copy's own: its ContextVar is the one its transport reads
 
     from .helpers import text_reply
     from .raw_servers import sse_server
