@@ -280,10 +280,11 @@ def test_the_same_splits_pauses_and_hold_in_every_dialect(dialect):
     body = {"stream": True, ("messages" if dialect == MESSAGES else "input"): prompt}
     split = build_dialect_reply(body, dialect, "readme", created=0)
     joined = b"".join(split["writes"])
-    assert len(split["writes"]) > joined.count(b"\r\n\r\n")  # cut inside frames, not only between them
-    assert any(w.endswith(b"\r") for w in split["writes"]) and any(w.startswith(b"\n") for w in split["writes"])
+    assert len(split["writes"]) == joined.count(b"\n\n") + 1  # a write per event, one cut inside a character
+    cut = next(w for w in split["writes"] if not w.endswith(b"\n\n"))
+    assert cut[-1] >= 0xC0  # the first byte of a multi-byte character ends it
     slow = build_dialect_reply(body, dialect, "slow", created=0)
-    assert all(w.endswith(b"\r\n\r\n") for w in slow["writes"])  # whole frames, slowly
+    assert all(w.endswith(b"\n\n") for w in slow["writes"])  # whole frames, slowly
     assert slow["pause"] * len(slow["writes"]) == pytest.approx(SLOW_SECONDS)
     held = build_dialect_reply(body, dialect, "abort", created=0)
     folder = ARTICLE_FOLDER[dialect.replace("-", "_")]

@@ -2,7 +2,7 @@
 
 Covers: the default task end to end through ink_py's own provider, the article's fixture
 scenarios replayed byte for byte in each dialect (the abort scenario's reply held open), the
-retry after a refused call, the awkward splitting and the pauses, the non-streaming and error
+retry after a refused call, the writes (§2.1's two reads; fixtures cut awkwardly) and the pauses, the non-streaming and error
 replies, the official ``openai`` package as a client, and ``ink-py serve-model`` as a process.
 What the script answers is tests/test_scripted_answers.py's; the other dialects' own wire,
 tests/test_dialect_model.py's.
@@ -106,7 +106,7 @@ def test_readme_task_end_to_end(serve: Callable[..., ModelServer]) -> None:
     assert call["arguments"] == {"path": "README.md"}
     assert message["stopReason"] == "tool_use"
     assert message["usage"]["outputTokens"] > 0  # the usage chunk arrived
-    assert sum(e["type"] == "tool_call_delta" for e in events) >= 3
+    assert [e["jsonDelta"] for e in events if e["type"] == "tool_call_delta"] == ['{"path":"REA', 'DME.md"}']  # §2.1, §2.2
 
     request["messages"] += [message, tool_result(call["id"], README_TEXT)]
     events, message = turn(server, request)
@@ -218,8 +218,8 @@ def test_a_stream_is_shaped_like_openai(serve: Callable[..., ModelServer]) -> No
     assert response.headers["Cache-Control"] == "no-cache"
     assert response.headers["Transfer-Encoding"] == "chunked"
     raw = response.content
-    assert raw.endswith(b"data: [DONE]\r\n\r\n")
-    frames = raw.decode("utf-8").split("\r\n\r\n")[:-1]
+    assert raw.endswith(b"data: [DONE]\n\n")
+    frames = raw.decode("utf-8").split("\n\n")[:-1]
     chunks = [json.loads(frame.removeprefix("data: ")) for frame in frames[:-1]]
     assert all(c["object"] == "chat.completion.chunk" and c["model"] == "ink-scripted" for c in chunks)
     assert chunks[0]["id"].startswith("chatcmpl-")
@@ -227,13 +227,16 @@ def test_a_stream_is_shaped_like_openai(serve: Callable[..., ModelServer]) -> No
     opening = next(c for c in chunks if c["choices"] and "tool_calls" in c["choices"][0]["delta"])
     call = opening["choices"][0]["delta"]["tool_calls"][0]
     assert call["id"].startswith("call_") and call["type"] == "function"
-    assert call["function"] == {"name": "read", "arguments": ""}
+    assert call["function"] == {"name": "read", "arguments": '{"path":"REA'}  # §2.1's event: name and first fragment
     assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
     usage = chunks[-1]["usage"]
     assert chunks[-1]["choices"] == [] and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
 
 
-def test_each_write_is_its_own_http_chunk(serve: Callable[..., ModelServer]) -> None:
+def test_each_event_is_a_write_of_its_own_but_the_two_article_reads(serve: Callable[..., ModelServer]) -> None:
+    """Real servers flush one event per write; the built-in model does too, except the two reads
+    §2.1 walks through: the call's event ends its first read at `{"index":0,` and brings
+    `{"path":"REA` in the second, and a Chinese character arrives in two reads."""
     server = serve()
     port = int(server.base_url.split(":")[2].split("/")[0])
     payload = json.dumps(wire_body("读取 README.md", stream=True)).encode()
@@ -253,8 +256,16 @@ def test_each_write_is_its_own_http_chunk(serve: Callable[..., ModelServer]) -> 
             break
         pieces.append(rest[: int(size, 16)])
         rest = rest[int(size, 16) + 2 :]
-    assert len(pieces) > 10
-    assert pieces == wire.split_awkwardly(b"".join(pieces))
+    body = b"".join(pieces)
+    frames = [frame + b"\n\n" for frame in body.split(b"\n\n")[:-1]]
+    assert pieces == wire.article_writes(frames, chat_wire.HALF_EVENT)
+    assert len(pieces) == len(frames) + 2  # one write per event, and the two cuts
+    cut = next(i for i, piece in enumerate(pieces) if not piece.endswith(b"\n\n"))
+    assert 0xE0 <= pieces[cut][-1] and 0x80 <= pieces[cut + 1][0] < 0xC0  # 我 arrives in two reads
+    half = next(i for i, piece in enumerate(pieces) if piece.endswith(b'"tool_calls":[{"index":0,'))
+    assert pieces[half].startswith(b"data: {")  # §2.1's first read: no "\n\n" yet, nothing to parse
+    assert pieces[half + 1].startswith(b'"id":"call_') and b'"arguments":"{\\"path\\":\\"REA"}' in pieces[half + 1]
+    assert b'"arguments":"DME.md\\"}"' in pieces[half + 2]  # §2.2: the next event brings the rest
 
 
 # ── splitting and pacing ────────────────────────────────────────────────────────────────
@@ -268,7 +279,7 @@ def test_split_pieces_join_back_to_the_input(data: bytes, stride: int) -> None:
 
 
 def test_split_cuts_inside_characters_and_between_cr_and_lf() -> None:
-    body = wire.sse_frame('{"content":"我先读一下 README.md。"}'.encode()) * 3
+    body = b'data: {"content":"\xe6\x88\x91\xe5\x85\x88\xe8\xaf\xbb README.md\xe3\x80\x82"}\r\n\r\n' * 3
     pieces = wire.split_awkwardly(body)
     cuts = [sum(len(p) for p in pieces[:n]) for n in range(1, len(pieces))]
     assert any(0x80 <= body[cut] < 0xC0 for cut in cuts)  # the next write opens with a continuation byte
@@ -299,7 +310,7 @@ def test_the_default_runs_pauses_add_up_to_a_few_seconds_however_long_the_readme
         pause = pace(reply, DEFAULT_DELAY)
         assert pause > 0  # it still streams: every write is its own moment on the screen
         total += pause * (len(reply["writes"]) - 1)
-    assert len(chat_wire.build_reply(turn_2, "readme", 0)["writes"]) > 300  # many writes: the cap keeps it short
+    assert len(chat_wire.build_reply(turn_2, "readme", 0)["writes"]) > 2 * PAUSES_PER_REPLY  # the cap keeps it short
     assert total <= 2 * PAUSES_PER_REPLY * DEFAULT_DELAY  # 1.5 s a reply
 
 

@@ -2,14 +2,15 @@
 
 ``build_reply`` is what the server sends for a ``POST /chat/completions`` body: the script's
 ``Answer`` (``script.plan_answer``) as a role chunk, text deltas of five characters, a tool
-call whose arguments arrive in six-character fragments, and a finish chunk — each a CRLF
-``data:`` frame, then ``data: [DONE]``, the body cut awkwardly (``wire``). With
+call whose first chunk carries its name and ``{"path":"REA`` and whose next brings
+``DME.md"}`` (§2.1, §2.2), and a finish chunk — each a ``data:`` frame in a write of its own,
+then ``data: [DONE]``; the call's first chunk comes in two reads, as §2.1's does (``wire``). With
 ``"stream": false`` it is one ``chat.completion`` object; ``stream_options.include_usage``
 adds OpenAI's usage chunk; ``tool_choice`` and ``max_tokens`` are honoured (``controls``).
 The article's scenarios replay ``fixtures/article/`` instead::
 
     >>> reply = build_reply({"messages": [{"role": "user", "content": "hi"}], "stream": True}, "readme", created=0)
-    >>> reply["status"], reply["content_type"], b"".join(reply["writes"]).endswith(b"data: [DONE]\\r\\n\\r\\n")
+    >>> reply["status"], reply["content_type"], b"".join(reply["writes"]).endswith(b"data: [DONE]\\n\\n")
     (200, 'text/event-stream', True)
 """
 
@@ -20,7 +21,6 @@ from typing import Any
 from .controls import obey, request_problem
 from .script import Answer, digest, plan_answer
 from .wire import (
-    ARGUMENT_PIECE,
     SLOW_PIECE,
     TEXT_PIECE,
     Reply,
@@ -28,12 +28,16 @@ from .wire import (
     estimate_usage,
     json_bytes,
     json_reply,
+    argument_fragments,
     pieces,
     replay_fixture,
     reply_model,
     sse_frame,
     sse_reply,
 )
+
+
+HALF_EVENT = b'"tool_calls":[{"index":0,'  # §2.1: the first read of the call's event ends here
 
 
 def build_reply(body: Any, scenario: str, created: int) -> Reply:
@@ -63,21 +67,20 @@ def build_reply(body: Any, scenario: str, created: int) -> Reply:
             chunk["usage"] = None  # as OpenAI does: every chunk but the last says "usage": null
         chunks.append({**_chunk_head(model, completion_id, created), "choices": [], "usage": usage})
     frames = [sse_frame(json_bytes(chunk)) for chunk in chunks] + [sse_frame(b"[DONE]")]
-    return sse_reply(frames, answer["slow"])
+    return sse_reply(frames, answer["slow"], HALF_EVENT)
 
 
 def stream_chunks(answer: Answer, *, model: str, completion_id: str, created: int) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of an answer: role, text, tool call, finish.
 
-    >>> call = {"id": "call_1", "name": "read", "arguments": '{"path": "a.md"}'}
+    >>> call = {"id": "call_1", "name": "read", "arguments": '{"path":"README.md"}'}
     >>> answer = {"text": "", "tool_call": call, "fixture": None, "hold": False, "slow": False, "cut": False}
     >>> [c["choices"][0]["delta"] for c in stream_chunks(answer, model="m", completion_id="c", created=0)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [{'role': 'assistant', 'content': ''},
-     {'tool_calls': [{'index': 0, 'id': 'call_1', 'type': 'function', 'function': {'name': 'read', 'arguments': ''}}]},
-     {'tool_calls': [{'index': 0, 'function': {'arguments': '{"path'}}]},
-     {'tool_calls': [{'index': 0, 'function': {'arguments': '": "a.'}}]},
-     {'tool_calls': [{'index': 0, 'function': {'arguments': 'md"}'}}]},
+     {'tool_calls': [{'index': 0, 'id': 'call_1', 'type': 'function',
+                      'function': {'name': 'read', 'arguments': '{"path":"REA'}}]},
+     {'tool_calls': [{'index': 0, 'function': {'arguments': 'DME.md"}'}}]},
      {}]
     """
     head = _chunk_head(model, completion_id, created)
@@ -90,9 +93,10 @@ def stream_chunks(answer: Answer, *, model: str, completion_id: str, created: in
     chunks += [chunk({"content": text}) for text in pieces(answer["text"], piece)]
     call = answer["tool_call"]
     if call is not None:
-        function = {"name": call["name"], "arguments": ""}  # opens the call; the arguments follow in fragments
+        first, *rest = argument_fragments(call["arguments"])
+        function = {"name": call["name"], "arguments": first}  # §2.1's event: the name and `{"path":"REA`
         chunks.append(chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function", "function": function}]}))
-        for fragment in pieces(call["arguments"], ARGUMENT_PIECE):
+        for fragment in rest:  # §2.2: `DME.md"}` in the next event
             chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}))
     chunks.append(chunk({}, finish_reason(answer)))
     return chunks

@@ -21,7 +21,6 @@ from typing import Any
 from .controls import obey, request_problem
 from .script import Answer, digest, message_text, plan_answer
 from .wire import (
-    ARGUMENT_PIECE,
     MESSAGES,
     RESPONSES,
     SLOW_PIECE,
@@ -30,6 +29,7 @@ from .wire import (
     error_reply,
     estimate_usage,
     event_frame,
+    argument_fragments,
     json_reply,
     pieces,
     replay_fixture,
@@ -217,7 +217,7 @@ def messages_events(answer: Answer, *, model: str, reply_id: str, usage: dict[st
         )
         index = 1
     if call is not None:
-        fragments = ["", *pieces(call["arguments"], ARGUMENT_PIECE)]  # Anthropic opens with an empty one
+        fragments = ["", *argument_fragments(call["arguments"])]  # Anthropic opens with an empty one
         tool_id = "toolu_" + call["id"].removeprefix("call_")
         block(
             index,
@@ -320,7 +320,7 @@ def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[s
             "name": call["name"],
         }
         add("response.output_item.added", output_index=index, item=item)
-        for fragment in pieces(call["arguments"], ARGUMENT_PIECE):
+        for fragment in argument_fragments(call["arguments"]):
             add("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=fragment)
         add("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=call["arguments"])
         done_items.append({**item, "status": "completed", "arguments": call["arguments"]})

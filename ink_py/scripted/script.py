@@ -11,7 +11,7 @@ turn 2, summarising what the tools returned; the stateless ids. Worked example::
     >>> body = {"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]}
     >>> answer = plan_answer(body)
     >>> answer["text"], answer["tool_call"]["name"], answer["tool_call"]["arguments"]
-    ('我先读一下 setup.cfg。', 'read', '{"path": "setup.cfg"}')
+    ('我先读一下 setup.cfg。', 'read', '{"path":"setup.cfg"}')
     >>> print(summarise_file("README.md", "# ink_py\\n\\n```sh\\n$ pip install -e .\\nink-py\\n```\\n"))
     README.md 的标题是「ink_py」。它给出的命令:
     <BLANKLINE>
@@ -134,7 +134,7 @@ def text_answer(text: str) -> Answer:
 
 def read_call(text: str, path: str, call_id: str) -> Answer:
     """``text``, then a ``read`` call for ``path``."""
-    arguments = json.dumps({"path": path}, ensure_ascii=False)
+    arguments = json.dumps({"path": path}, ensure_ascii=False, separators=(",", ":"))  # as §2.1: `{"path":"REA`
     return {**text_answer(text), "tool_call": {"id": call_id, "name": "read", "arguments": arguments}}
 
 

@@ -1,13 +1,15 @@
-"""How the scripted model writes on the wire, whatever the dialect: replies, frames, awkward cuts.
+"""How the scripted model writes on the wire, whatever the dialect: replies, frames, the reads they make.
 
 ``chat_wire`` (Chat Completions) and ``dialects`` (Messages, Responses) turn the script's
 ``Answer`` into events; this module holds what they share. Sections: the ``Reply`` the server
 sends (JSON, SSE, errors in each dialect's shape, an article fixture replayed byte for byte);
-the bytes (compact JSON, text pieces, CRLF SSE frames, a usage estimate); and the cuts a slow
-network makes, which ``split_awkwardly`` puts where a careless SSE reader breaks::
+the bytes (compact JSON, text pieces, §2.1's argument fragments, LF SSE frames, a usage
+estimate); and the writes: one event per write, as real servers flush them, except the two
+cuts §2.1 talks about (``article_writes``); ``split_awkwardly`` cuts a replayed fixture where a
+careless SSE reader breaks::
 
-    >>> event_frame("ping", {"type": "ping"})
-    b'event: ping\\r\\ndata: {"type":"ping"}\\r\\n\\r\\n'
+    >>> argument_fragments('{"path":"README.md"}')   # §2.1: `{"path":"REA`, then `DME.md"}`
+    ['{"path":"REA', 'DME.md"}']
     >>> split_awkwardly("data: 读\\r\\n\\r\\n".encode(), stride=5)   # a cut inside 读, and between CR and LF
     [b'data:', b' \\xe8', b'\\xaf\\xbb\\r', b'\\n\\r', b'\\n']
 """
@@ -26,7 +28,8 @@ SSE_TYPE = "text/event-stream"
 JSON_TYPE = "application/json"
 
 TEXT_PIECE = 5  # characters per text delta
-ARGUMENT_PIECE = 6  # characters per tool-argument fragment: `{"path` `": "RE` `ADME.m` `d"}`
+VALUE_HEAD = 3  # §2.1: the first argument fragment ends this many characters into the path (`{"path":"REA`)
+ARGUMENT_PIECE = 24  # characters per later argument fragment (a long path comes in several)
 SPLIT_STRIDE = 64  # bytes between the regular cuts of split_awkwardly
 SLOW_SECONDS = 20.0  # the slow scenario's length, whatever the server's delay
 SLOW_PIECE = 2
@@ -54,11 +57,12 @@ def replay_fixture(answer: Answer, scenario: str, stream: bool, folder: str = "a
     return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
 
 
-def sse_reply(frames: list[bytes], slow: bool) -> Reply:
-    """A streamed reply: cut at awkward places, or (the slow scenario) whole frames, slowly."""
+def sse_reply(frames: list[bytes], slow: bool, half_event: bytes = b"") -> Reply:
+    """A streamed reply: one event per write with §2.1's two cuts (``article_writes``), or
+    (the slow scenario) whole frames, slowly."""
     if slow:
         return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))
-    return _reply(200, SSE_TYPE, split_awkwardly(b"".join(frames)))
+    return _reply(200, SSE_TYPE, article_writes(frames, half_event))
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -104,14 +108,33 @@ def pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def argument_fragments(arguments: str) -> list[str]:
+    """A call's JSON arguments as the model streams them: the first fragment ends ``VALUE_HEAD``
+    characters into the first string value, as §2.1's ``{"path":"REA``; the rest follows in
+    ``ARGUMENT_PIECE``-character fragments (one, ``DME.md"}``, for README.md).
+
+    >>> argument_fragments('{"path":"docs/guide/installing.md"}')
+    ['{"path":"doc', 's/guide/installing.md"}']
+    >>> argument_fragments("")
+    ['']
+    """
+    opening = arguments.find('":"')
+    head = opening + 3 + VALUE_HEAD if opening != -1 else ARGUMENT_PIECE
+    return [arguments[:head], *pieces(arguments[head:], ARGUMENT_PIECE)]
+
+
 def sse_frame(data: bytes) -> bytes:
-    """One SSE event with CRLF line endings, as some proxies send them."""
-    return b"data: " + data + b"\r\n\r\n"
+    """One SSE event, LF line endings, as OpenAI and Anthropic send them."""
+    return b"data: " + data + b"\n\n"
 
 
 def event_frame(name: str, data: dict[str, Any]) -> bytes:
-    """One named SSE event (the Messages and Responses way), CRLF line endings as ``sse_frame``."""
-    return b"event: " + name.encode() + b"\r\n" + sse_frame(json_bytes(data))
+    """One named SSE event (the Messages and Responses way).
+
+    >>> event_frame("ping", {"type": "ping"})
+    b'event: ping\\ndata: {"type":"ping"}\\n\\n'
+    """
+    return b"event: " + name.encode() + b"\n" + sse_frame(json_bytes(data))
 
 
 def estimate_usage(messages: Any, answer: Answer) -> dict[str, int]:
@@ -126,7 +149,31 @@ def _tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-# ── splitting: the writes a slow network delivers ───────────────────────────────────────
+# ── splitting: the writes, and the reads they become ────────────────────────────────────
+
+
+def article_writes(frames: list[bytes], half_event: bytes = b"") -> list[bytes]:
+    """One write per event, as a real server flushes them, with the two cuts §2.1 walks through:
+    the first event holding ``half_event`` arrives in two reads, cut right after it (for Chat
+    Completions ``"tool_calls":[{"index":0,``: §2.1's first read ends there), and the first
+    event with a multi-byte character arrives cut inside it (what the decoder's ``stream: true``
+    is for). Joined, the writes give the frames back.
+
+    >>> article_writes([b'data: {"a":"\\xe8\\xaf\\xbb"}\\n\\n', b'data: {"b":[{"index":0,"c":1}]}\\n\\n'], b'[{"index":0,')
+    [b'data: {"a":"\\xe8', b'\\xaf\\xbb"}\\n\\n', b'data: {"b":[{"index":0,', b'"c":1}]}\\n\\n']
+    """
+    writes: list[bytes] = []
+    halved = character_cut = False
+    for frame in frames:
+        at = frame.find(half_event) if half_event and not halved else -1
+        if at != -1:
+            halved = True
+            at += len(half_event)
+        elif not character_cut:
+            at = next((i + 1 for i, byte in enumerate(frame) if byte >= 0xC0), -1)  # inside a character
+            character_cut = at != -1
+        writes += [frame[:at], frame[at:]] if at != -1 else [frame]
+    return writes
 
 
 def split_awkwardly(data: bytes, stride: int = SPLIT_STRIDE) -> list[bytes]:
