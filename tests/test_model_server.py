@@ -2,8 +2,8 @@
 
 Covers: the default task end to end through ink_py's own provider, the article's fixture
 scenarios replayed byte for byte in each dialect (the abort scenario's reply held open), the
-retry after a refused call, the writes (§2.1's two reads; fixtures cut awkwardly) and the pauses, the non-streaming and error
-replies, the official ``openai`` package as a client, and ``ink-py serve-model`` as a process.
+retry after a refused call, the writes (§2.1's two reads; fixtures cut awkwardly) and the pauses,
+the non-streaming and error replies, the official ``openai`` package as a client, and ``ink-py serve-model`` as a process.
 What the script answers is tests/test_scripted_answers.py's; the other dialects' own wire,
 tests/test_dialect_model.py's.
 """
@@ -106,7 +106,8 @@ def test_readme_task_end_to_end(serve: Callable[..., ModelServer]) -> None:
     assert call["arguments"] == {"path": "README.md"}
     assert message["stopReason"] == "tool_use"
     assert message["usage"]["outputTokens"] > 0  # the usage chunk arrived
-    assert [e["jsonDelta"] for e in events if e["type"] == "tool_call_delta"] == ['{"path":"REA', 'DME.md"}']  # §2.1, §2.2
+    fragments = [e["jsonDelta"] for e in events if e["type"] == "tool_call_delta"]
+    assert fragments == ['{"path":"REA', 'DME.md"}']  # §2.1, §2.2
 
     request["messages"] += [message, tool_result(call["id"], README_TEXT)]
     events, message = turn(server, request)

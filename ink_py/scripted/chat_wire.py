@@ -24,18 +24,17 @@ from .wire import (
     SLOW_PIECE,
     TEXT_PIECE,
     Reply,
+    argument_fragments,
     error_reply,
     estimate_usage,
     json_bytes,
     json_reply,
-    argument_fragments,
     pieces,
     replay_fixture,
     reply_model,
     sse_frame,
     sse_reply,
 )
-
 
 HALF_EVENT = b'"tool_calls":[{"index":0,'  # §2.1: the first read of the call's event ends here
 

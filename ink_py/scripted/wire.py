@@ -159,7 +159,8 @@ def article_writes(frames: list[bytes], half_event: bytes = b"") -> list[bytes]:
     event with a multi-byte character arrives cut inside it (what the decoder's ``stream: true``
     is for). Joined, the writes give the frames back.
 
-    >>> article_writes([b'data: {"a":"\\xe8\\xaf\\xbb"}\\n\\n', b'data: {"b":[{"index":0,"c":1}]}\\n\\n'], b'[{"index":0,')
+    >>> frames = [b'data: {"a":"\\xe8\\xaf\\xbb"}\\n\\n', b'data: {"b":[{"index":0,"c":1}]}\\n\\n']
+    >>> article_writes(frames, b'[{"index":0,')
     [b'data: {"a":"\\xe8', b'\\xaf\\xbb"}\\n\\n', b'data: {"b":[{"index":0,', b'"c":1}]}\\n\\n']
     """
     writes: list[bytes] = []
