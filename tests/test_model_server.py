@@ -3,7 +3,8 @@
 Covers: the default task end to end through ink_py's own provider, the article's fixture
 scenarios replayed byte for byte in each dialect (the abort scenario's reply held open), the
 retry after a refused call, the writes (§2.1's two reads; fixtures cut awkwardly) and the pauses,
-the non-streaming and error replies, the official ``openai`` package as a client, and ``ink-py serve-model`` as a process.
+the non-streaming and error replies, the official ``openai`` package as a client, and
+``ink-py serve-model`` as a process.
 What the script answers is tests/test_scripted_answers.py's; the other dialects' own wire,
 tests/test_dialect_model.py's.
 """
