@@ -330,7 +330,7 @@ def test_a_bad_flag_is_one_error_line_and_exit_1_in_every_command(workspace, arg
 @pytest.mark.parametrize(
     "policy, shown, hidden",
     [
-        ("ink", '  ↳ read {"path": "README.md"}', "preparing a read call"),
+        ("ink", '  ↳ read {"path":"README.md"}', "preparing a read call"),  # the fragments as they came (§2.1)
         ("filtered", "  … preparing a read call", "↳ read"),  # second article §五: no raw JSON while it accumulates
     ],
 )
