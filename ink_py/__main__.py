@@ -77,11 +77,16 @@ def tolerant_streams() -> None:
     surrogate); stderr keeps Python's own "backslashreplace" (``\\u2014``: exact for a
     diagnostic); stdin decodes bytes that are not UTF-8 as U+FFFD, so a chat line is always
     text a request can carry. An encoding or error handler chosen in PYTHONIOENCODING is kept.
+    A stream someone read before us (``printf 'c\\n' | python -m pdb -m ink_py``: pdb reads its
+    commands from stdin) can no longer be reconfigured; it is left as its reader set it up.
     """
     chosen = ":" in os.environ.get("PYTHONIOENCODING", "")  # "latin-1:strict" names its error handler
     for stream, errors in ((sys.stdout, "replace"), (sys.stdin, "replace")):
         if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "surrogateescape") and not chosen:
-            stream.reconfigure(errors=errors)
+            try:
+                stream.reconfigure(errors=errors)
+            except io.UnsupportedOperation:  # already read from: Python allows no change any more
+                pass
 
 
 def reader_gone() -> int:

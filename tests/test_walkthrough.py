@@ -121,23 +121,47 @@ def test_each_excerpt_is_copied_exactly_from_that_function(path, function, lines
     assert lines in windows, f"this excerpt no longer matches {path} · {function}:\n" + "\n".join(lines)
 
 
-PDB_ANCHORS = [  # (file, how the line the recipe breaks on begins)
-    ("ink_py/provider/shared.py", "frame = buffer[start:sep]"),
-    ("ink_py/provider/openai_completions.py", "text_parts.append(content)"),
-    ("ink_py/provider/openai_completions.py", "tool_raw_by_index[index].append(fragment)"),
-    ("ink_py/provider/openai_completions.py", 'yield {"type": "message_end"'),
-]
+PDB_SECTION = WALKTHROUGH.split("## 用调试器单步走一遍 README 任务", 1)[1].split("\n## ", 1)[0]
+# The lines the debugger section breaks on, per file, by how each begins: the anchors a reader searches for.
+PDB_ANCHORS = {
+    "ink_py/provider/shared.py": ["buffer = buffer[start:]", "frame = buffer[start:sep]"],
+    "ink_py/provider/openai_completions.py": [
+        "text_parts.append(content)",
+        "tool_raw_by_index[index].append(fragment)",
+        'yield {"type": "message_end"',
+    ],
+    "ink_py/core/tools/read.py": ["real = os.path.realpath(os.path.join(root, path))"],
+}
+
+
+def pdb_breakpoints(text: str = PDB_SECTION) -> list[tuple[str, int, str | None]]:
+    """Every ``b FILE:LINE[, CONDITION]`` (or ``break …``) the section shows: (file, line, condition)."""
+    found = re.findall(r"\b(?:b|break) (ink_py/[\w/]+\.py):(\d+)(?:, ([^`\n]+))?", text)
+    return [(path, int(number), condition.strip() or None) for path, number, condition in found]
+
+
+def anchor_lines(path: str) -> dict[int, str]:
+    """line number → anchor, for the anchors of ``path``; each must begin exactly one line."""
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    found = {}
+    for anchor in PDB_ANCHORS[path]:
+        now = [i + 1 for i, line in enumerate(lines) if line.strip().startswith(anchor)]
+        assert len(now) == 1, f"{path}: {anchor!r} is on lines {now}, not one line"
+        found[now[0]] = anchor
+    return found
 
 
 def test_the_pdb_breakpoints_point_at_the_lines_the_recipe_names():
-    """An edit above a breakpoint moves its line: this says which number the recipe needs now."""
-    breakpoints = re.findall(r"\(Pdb\) b ([\w/.]+):(\d+)", WALKTHROUGH)
-    assert [path for path, _ in breakpoints] == [path for path, _ in PDB_ANCHORS]
-    for (path, number), (_, text) in zip(breakpoints, PDB_ANCHORS, strict=True):
-        lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
-        now = [i + 1 for i, line in enumerate(lines) if line.strip().startswith(text)]
-        assert len(now) == 1, f"{path}: {text!r} is on lines {now}, not one line"
-        assert int(number) == now[0], f"walkthrough.md: `b {path}:{number}` must now be `b {path}:{now[0]}` ({text})"
+    """An edit above a breakpoint moves its line: this says which numbers the recipe needs now."""
+    breakpoints = pdb_breakpoints()
+    assert len(breakpoints) >= 5 and "python -m pdb -m ink_py" in PDB_SECTION
+    for path, number, _ in breakpoints:
+        assert path in PDB_ANCHORS, f"walkthrough.md breaks in {path}: add its line to PDB_ANCHORS"
+        now = anchor_lines(path)
+        assert number in now, f"walkthrough.md: `b {path}:{number}` no longer names one of its lines; now: {now}"
+    assert {(path, anchor) for path, anchors in PDB_ANCHORS.items() for anchor in anchors} == {
+        (path, anchor_lines(path)[number]) for path, number, _ in breakpoints
+    }  # every anchor is used
 
 
 def test_it_follows_the_articles_numbering():
@@ -153,37 +177,51 @@ def test_it_links_every_module_docstring_it_lists():
 
 
 class CountBreaks(bdb.Bdb):
-    """pdb's engine: counts the stops at each breakpoint, never stops for real."""
+    """pdb's engine: counts the stops at each breakpoint (its condition evaluated), never stops for real."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.hits: dict[int, int] = {}
+        self.hits: dict[tuple[str, int], int] = {}
 
     def user_line(self, frame) -> None:
         if self.break_here(frame):
-            self.hits[frame.f_lineno] = self.hits.get(frame.f_lineno, 0) + 1
+            where = (Path(frame.f_code.co_filename).resolve().relative_to(ROOT).as_posix(), frame.f_lineno)
+            self.hits[where] = self.hits.get(where, 0) + 1
         self.set_continue()
 
 
 def test_the_recipe_says_truly_which_breakpoints_fire_in_the_readme_task(monkeypatch, capsys):
+    """Every breakpoint the section shows stops in the README task, the recipe's conditional ones as
+    often as its table says; the one for §2.1's test stops there once."""
     from ink_py import cli
     from ink_py.provider import shared
 
     monkeypatch.chdir(ROOT)  # the README task reads this README
     monkeypatch.setenv("INK_SCRIPTED_DELAY", "0")
-    breakpoints = [(path, int(number)) for path, number in re.findall(r"\(Pdb\) b ([\w/.]+):(\d+)", WALKTHROUGH)]
+    in_task = {}
+    for path, number, condition in pdb_breakpoints():
+        debugger = CountBreaks()  # one at a time: two breakpoints on one line would count as one stop
+        debugger.set_break(str(ROOT / path), number, cond=condition)
+        previous = sys.gettrace()
+        try:
+            assert debugger.runcall(cli.main, []) == 0
+        finally:
+            sys.settrace(previous)
+        in_task[(path, number, condition)] = debugger.hits.get((path, number), 0)
+    capsys.readouterr()
+    assert all(in_task.values()), in_task
+    recipe = pdb_breakpoints(PDB_SECTION.split("```sh", 1)[1].split("```", 1)[0])
+    stops = [in_task[b] for b in recipe]
+    assert stops == [1, 2, 2, 1, 2], dict(zip(recipe, stops, strict=True))  # the table's eight stops, in five lines
+
+    [(path, number)] = re.findall(r"\(Pdb\) break (ink_py/[\w/]+\.py):(\d+)`", PDB_SECTION)
+    number = int(number)
     debugger = CountBreaks()
-    for path, number in breakpoints:
-        debugger.set_break(str(ROOT / path), number)
+    debugger.set_break(str(ROOT / path), number)
     previous = sys.gettrace()
     try:
-        assert debugger.runcall(cli.main, []) == 0
-        in_readme_task = dict(debugger.hits)
-        debugger.hits.clear()
         debugger.runcall(lambda: list(shared.parse_sse([b'data: {"a": 1}\n\n'])))  # as in tests/test_parse_sse.py
     finally:
         sys.settrace(previous)
-    capsys.readouterr()
-    assert all(in_readme_task.get(number) for _, number in breakpoints), in_readme_task
-    assert debugger.hits == {breakpoints[0][1]: 1}  # the §2.1 test: one frame cut
-    assert "python -m pdb -m pytest -s" in WALKTHROUGH
+    assert debugger.hits == {(path, number): 1}  # the §2.1 test: one frame cut
+    assert "python -m pdb -m pytest -s" in PDB_SECTION
