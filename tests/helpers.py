@@ -54,6 +54,12 @@ END_EVENT = {
     "anthropic_messages": "message_stop",
     "openai_responses": "response.completed",
 }
+# What each dialect raises then: Chat Completions in Ink's words (the article's §4.1), the others after it.
+NO_END_MESSAGE = {
+    "openai_completions": "OpenAI stream ended without finish_reason — response may be truncated",
+    "anthropic_messages": "stream ended without message_stop — response may be truncated",
+    "openai_responses": "stream ended without response.completed — response may be truncated",
+}
 
 
 def in_each_dialect(exercise: Any = None) -> list[Any]:
@@ -180,9 +186,12 @@ def growth_verdict(
     small: Any,
     large: Any,
     factor: int,
-    sizes: str,
+    sizes: tuple[str, str],
+    fed: tuple[str, str],
 ) -> str | None:
-    """None if ``student`` takes linear time like ``reference``, from ``small`` to ``large`` (``factor`` × larger).
+    """None if ``student`` takes linear time like ``reference``, from ``small`` to ``large`` (``factor`` × larger,
+    ``sizes`` says them: "64 KiB", "512 KiB"); else "fed: / expected: / got:" in the student's language,
+    ``fed`` the input in words (English, Chinese).
 
     Quadratic code fails both measures by far (its time grows ×60 where the input grows ×8;
     ×100 or more the reference's time at the large size), so a linear solution that is a few
@@ -190,7 +199,8 @@ def growth_verdict(
     both measures over their limit, confirmed by the best of three interleaved runs. The
     growth is measured against the input's, not the reference's: a busy machine (another
     process filling the memory bus) can stretch the reference's large run ×5 but not the
-    size of the input.
+    size of the input. What "linear" means is said in those terms — the reference's own
+    growth is reported as measured, never claimed to be ×factor.
     """
     ref_small = ref_large = mine_small = mine_large = float("inf")
     for attempt in range(3):  # interleaved, so that a busy machine slows both alike
@@ -204,20 +214,25 @@ def growth_verdict(
             return None
         if attempt == 0 and ratio > 4 * RATIO_LIMIT:
             break  # far beyond both limits: no need to confirm
-    times = (
-        f"×{ref_large / ref_small:.0f} ({ref_small * 1000:.1f} ms → {ref_large * 1000:.1f} ms)",
-        f"×{mine_large / mine_small:.0f} ({mine_small * 1000:.1f} ms → {mine_large * 1000:.0f} ms",
-    )
+    (low, high), limit = sizes, GROWTH_LIMIT * factor
+    theirs = f"×{ref_large / ref_small:.0f} ({ref_small * 1000:.1f} ms → {ref_large * 1000:.1f} ms)"
+    mine = f"×{mine_large / mine_small:.0f} ({mine_small * 1000:.1f} ms → {mine_large * 1000:.0f} ms)"
     if course_language() == "zh":  # check's words are the student's (ink_py/course/language.py)
         return (
-            f"expected: 线性时间,和参考实现一样:从 {sizes}(×{factor}),参考实现的耗时增长 {times[0]}\n"
-            f"got: 你的代码增长 {times[1]},是参考实现的 ×{ratio:.0f})—— 每来一段,它都把已经收到的全部内容"
-            "重新处理一遍:平方时间"
+            f"fed: {fed[1]}\n"
+            f"expected: 线性时间 —— 这个检查这样量:输入从 {low} 到 {high}(×{factor}),耗时最多增长 ×{limit:.0f}"
+            f"({GROWTH_LIMIT:g} × {factor}),或者不超过参考实现的 {RATIO_LIMIT:g} 倍;参考实现这次增长了 {theirs}\n"
+            f"got: 你的代码增长了 {mine},在 {high} 上是参考实现的 {ratio:.0f} 倍 —— 比输入增长得快得多:多半是每来一段,"
+            f"就把已经收到的全部内容重新处理一遍(平方时间:输入 ×{factor},耗时约 ×{factor * factor})"
         )
     return (
-        f"expected: linear time, like the reference: from {sizes} (×{factor}) the reference's time grew {times[0]}\n"
-        f"got: your code's grew {times[1]}, ×{ratio:.0f} the reference's time) — it redoes work on everything "
-        "received so far each time a piece arrives: quadratic time"
+        f"fed: {fed[0]}\n"
+        f"expected: linear time — as this check measures it: from {low} to {high} (×{factor} the input) the time "
+        f"grows at most ×{limit:.0f} ({GROWTH_LIMIT:g} × {factor}), or stays within {RATIO_LIMIT:g} times the "
+        f"reference's; the reference's grew {theirs} in this run\n"
+        f"got: your code's grew {mine}, {ratio:.0f} times the reference's at {high} — far faster than the input: "
+        f"it probably redoes work on everything received so far each time a piece arrives (quadratic time: "
+        f"×{factor} the input, about ×{factor * factor} the time)"
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from ink_py.provider import openai_completions, shared
 
-from .helpers import ARTICLE_FOLDER, END_EVENT, fixture_bytes, growth_verdict, in_each_dialect, run_assembly
+from .helpers import ARTICLE_FOLDER, NO_END_MESSAGE, fixture_bytes, growth_verdict, in_each_dialect, run_assembly
 
 REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=shared)  # whatever ``ink`` is
 
@@ -103,7 +103,11 @@ def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink):
         reads(512 << 10),
         reads(4 << 20),
         8,
-        "512 KiB to 4 MiB of text in 1 KiB pieces",
+        ("512 KiB", "4 MiB"),
+        (
+            "a reply of 512 KiB of text, then one of 4 MiB, in 1 KiB pieces",
+            "一条 512 KiB 文字的回复,再一条 4 MiB 的,每段 1 KiB",
+        ),
     )
     if verdict:
         pytest.fail(verdict, pytrace=False)
@@ -254,7 +258,7 @@ def test_map_finish_reason(ink, reason, stop_reason):
 @pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex5))
 def test_article_missing_finish_reason_raises_and_yields_no_message(ink, dialect):
     events, error = run_assembly(ink, [fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/missing_finish")], dialect=dialect)
-    assert error == f"stream ended without {END_EVENT[dialect]} — response may be truncated"
+    assert error == NO_END_MESSAGE[dialect]
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "tool_call_delta"]
 
 

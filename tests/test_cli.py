@@ -73,7 +73,7 @@ def test_a_prompt_naming_another_file_reads_that_one(workspace):
             ["README.md", "读取 package.json 失败"],
             ["← read error: Error: file not found: package.json"],
         ),
-        ("missing-finish", 1, [], ["error: stream ended without finish_reason — response may be truncated"]),
+        ("missing-finish", 1, [], ["error: OpenAI stream ended without finish_reason — response may be truncated"]),
         (
             "invalid-json",
             0,
@@ -144,7 +144,7 @@ def test_environment_fallbacks(workspace):
         (
             [Reply(parts=[fixture_bytes("article/missing_finish")])],
             1,
-            "error: stream ended without finish_reason — response may be truncated",
+            "error: OpenAI stream ended without finish_reason — response may be truncated",
         ),
         (
             [Reply(parts=fixture_bytes("article/readme").split(b"\n\n")[:2], cut=True)],

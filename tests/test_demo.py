@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 from types import SimpleNamespace
 
@@ -277,7 +278,7 @@ def test_without_a_terminal_on_stdin_every_step_is_printed_at_once():
     assert [line for line in done.stdout.splitlines() if line.startswith("━━")] == [
         f"━━ 步骤 {k} / 6  {title}" for k, title in enumerate(README_TITLES, 1)
     ]
-    assert "[Enter" not in done.stderr
+    assert "[任意键" not in done.stderr
 
 
 def test_a_reader_that_goes_away_ends_the_demo_quietly():
@@ -310,31 +311,50 @@ def read_until(stream, marker, limit=30.0):
     return seen
 
 
-def test_on_a_terminal_enter_advances_and_q_quits():
-    process, terminal = spawn_on_a_terminal("readme")
+PROMPT = "[任意键 下一步 · q 退出]".encode()
+
+
+def test_on_a_terminal_a_key_advances_and_q_quits_without_enter_and_the_terminal_is_restored():
+    ours, theirs = pty.openpty()
+    before = termios.tcgetattr(theirs)
+    argv, env = command("readme")
+    process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        os.write(terminal, b"\nq\n")  # Enter once, then q
+        assert PROMPT in read_until(process.stderr, PROMPT)
+        os.write(ours, b" ")  # one key, no Enter
+        assert PROMPT in read_until(process.stderr, PROMPT)
+        os.write(ours, b"q")  # and q, no Enter
         stdout, stderr = process.communicate(timeout=60)
+        after = termios.tcgetattr(theirs)
     finally:
         process.kill()
-        os.close(terminal)
+        os.close(ours)
+        os.close(theirs)
     out = stdout.decode()
     assert process.returncode == 0, stderr.decode()
     assert "步骤 1 / 6" in out and "步骤 2 / 6" in out and "步骤 3 / 6" not in out
-    assert stderr.decode().count("[Enter 下一步 · q 退出]") == 2
+    assert after == before  # echo and line editing are back
 
 
-def test_ctrl_c_at_the_prompt_exits_130_quietly():
-    process, terminal = spawn_on_a_terminal("readme")
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_a_kill_at_the_prompt_ends_the_demo_and_restores_the_terminal(how):
+    ours, theirs = pty.openpty()
+    before = termios.tcgetattr(theirs)
+    argv, env = command("readme")
+    process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert b"[Enter" in read_until(process.stderr, b"[Enter")
-        process.send_signal(signal.SIGINT)
+        assert PROMPT in read_until(process.stderr, PROMPT)
+        time.sleep(0.2)  # the demo waits for the key now: the terminal is in cbreak mode
+        process.send_signal(how)
         _, stderr = process.communicate(timeout=60)
+        after = termios.tcgetattr(theirs)
     finally:
         process.kill()
-        os.close(terminal)
-    assert process.returncode == 130
+        os.close(ours)
+        os.close(theirs)
+    assert process.returncode == 128 + how
     assert b"Traceback" not in stderr
+    assert after == before
 
 
 def test_a_body_recorded_by_ink_py_record_can_be_stepped_through(tmp_path):
@@ -401,7 +421,7 @@ def test_on_a_terminal_each_step_is_one_cleared_screen_and_a_pipe_gets_them_whol
     seen = b""
     try:
         for _ in range(5):
-            seen += read_pty_until(ours, b"[Enter")
+            seen += read_pty_until(ours, PROMPT)
             os.write(ours, b"\n")
         seen += read_pty_until(ours, "步骤 6 / 6".encode())
         assert process.wait(timeout=60) == 0
@@ -412,7 +432,7 @@ def test_on_a_terminal_each_step_is_one_cleared_screen_and_a_pipe_gets_them_whol
     screens = seen.decode("utf-8", "replace").split(demo_screens.CLEAR)[1:]
     assert len(screens) == 6
     for number, screen in enumerate(screens, 1):
-        text = ANSI.sub("", screen.replace("\r\n", "\n")).split("[Enter")[0].rstrip("\n")
+        text = ANSI.sub("", screen.replace("\r\n", "\n")).split(PROMPT.decode())[0].rstrip("\n")
         assert f"步骤 {number} / 6" in text and len(text.split("\n")) <= 23  # and the prompt's row
         assert max(demo_panels.display_width(line) for line in text.split("\n")) <= 80
 

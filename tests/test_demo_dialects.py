@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from ink_py.course import demo, demo_panels, demo_screens, demo_steps
-from ink_py.course.demo_dialects import DIALECTS, UNSHOWN, assembler, assembler_locals, callees, traced_functions
+from ink_py.course.demo_dialects import DIALECTS, LEFT_OUT, assembler, assembler_locals, callees, traced_functions
 from ink_py.provider import anthropic_messages, shared
 from ink_py.scripted.scenarios import SCENARIOS
 
@@ -81,7 +81,7 @@ def test_the_code_shown_is_the_provider_helpers_the_assembler_really_calls(api):
     traced = traced_functions(assembler(api))
     assert traced[0] is assembler(api)
     for number, function in enumerate(traced[1:], 1):
-        assert function.__module__.startswith("ink_py.provider.") and function.__name__ not in UNSHOWN
+        assert function.__module__.startswith("ink_py.provider.") and function.__name__ not in LEFT_OUT
         assert any(function in callees(caller) for caller in traced[:number])  # called by one shown before it
     assert traced_functions(renamed_assemble_stream) == (renamed_assemble_stream, joined)  # its own package's
 
@@ -90,7 +90,7 @@ def test_a_helper_reached_only_through_another_is_traced():
     """Messages parses a call's arguments in finish_block → finish_tool_arguments → safe_parse_json."""
     traced, called = traced_functions(anthropic_messages.assemble_stream), callees(anthropic_messages.assemble_stream)
     assert shared.safe_parse_json in traced and shared.safe_parse_json not in called
-    assert shared.parse_sse in called and shared.parse_sse not in traced  # UNSHOWN: its work is 本次收到
+    assert shared.parse_sse in called and shared.parse_sse not in traced  # LEFT_OUT: its work is 本次收到
 
 
 # ── the same story in each dialect: ink-py demo --api … ────────────────────────────────
@@ -125,7 +125,7 @@ def test_every_scenario_hands_the_display_and_the_loop_what_chat_completions_doe
                 "继续拼接 index 1 的工具请求",
                 "index 1 的块结束,解析它的参数",
                 "记下结束原因,继续读到 message_stop",
-                "收到结束事件 message_stop;解析参数,交出完整回复",
+                "收到结束事件 message_stop;交出完整回复",
             ],
         ),
         (

@@ -193,7 +193,7 @@ WRONG = [
     ("ex4-written-ex5-not", 4, {4: None, 5: STUB},
      "exercise 4 · tool-calls — test_", ["also runs exercise 5", "finish exercise 5 first: ink-py exercise check 5"]),
     ("ex5-no-check-at-the-end", 5, {5: ("raise ProviderError(", "print(")},
-     "exercise 5 · finish-reason — not yet", ["stream ended without finish_reason — response may be truncated"]),
+     "exercise 5 · finish-reason — not yet", ["OpenAI stream ended without finish_reason — response may be truncated"]),
     ("ex6-signal-may-be-none", 6, {6: ABORT_SAFE_WITHOUT_NONE},
      "exercise 6 · abort-safe — not yet",
      ["expected  OSError to propagate", "AttributeError: 'NoneType' object has no attribute 'aborted'",

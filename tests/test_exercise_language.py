@@ -61,7 +61,7 @@ def test_a_stub_started_in_chinese_has_chinese_todos_and_the_exact_words(tmp_pat
     assert "# TODO: 不要 break:用量常在后面才到" in stubs
     assert "# TODO: §4.4 的表:tool_calls → tool_use,stop → end_turn,length → max_tokens;其他原因 → None" in stubs
     assert "# TODO: 测试逐字比较下面这些话,照原样使用:" in stubs
-    assert '# TODO:     ProviderError("stream ended without finish_reason — response may be truncated")' in stubs
+    assert '# TODO:     ProviderError("OpenAI stream ended without finish_reason — response may be truncated")' in stubs
     compile(text, "openai_completions.py", "exec")
 
 

@@ -74,7 +74,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
     },
     2: {
         "TextDecoder with stream: true: bytes → text": [SSE + "test_parse_sse[one-read-one-event]"],
-        "the text received that has not yet formed a complete event": [
+        "between reads: the text that has not yet formed a complete event": [
             SSE + "test_parse_sse[event-split-across-reads]", SSE + "test_article_2_1_event_arrives_in_two_reads",
         ],
         'beyond §2.1: the old text holds no "\\n\\n", so only the new is searched': [
@@ -88,7 +88,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
             SSE + "test_parse_sse[one-read-two-events]", SSE + "test_parse_sse[only-newlines]",
         ],
         "one event's lines, without the blank line": [SSE + "test_parse_sse[extra-blank-lines]"],
-        "leave what has not yet formed a complete event": [
+        "from here on: what has not yet formed a complete event": [
             SSE + "test_parse_sse[event-split-across-reads]", SSE + "test_one_byte_reads_of_a_fixture_equal_one_read",
         ],
         "parse_frame gives None for a comment or a keep-alive": [SSE + "test_parse_sse[comment-frame-skipped]"],
@@ -152,7 +152,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
         "§4.4's table: tool_calls → tool_use, stop → end_turn, length → max_tokens; any other reason → None": [
             A + "test_map_finish_reason", A + "test_article_stop_reasons",
         ],
-        'ProviderError("stream ended without finish_reason — response may be truncated")': [
+        'ProviderError("OpenAI stream ended without finish_reason — response may be truncated")': [
             A + "test_article_missing_finish_reason_raises_and_yields_no_message[openai_completions]",
         ],
     },

@@ -340,7 +340,7 @@ def test_each_stub_lists_the_words_its_tests_compare(tmp_path):
     for number in (5, 7, 8):  # the exact error texts of §4: each appears where the test looks for it
         assert EXERCISES[number]["messages"]
     assert "output token limit" in EXERCISES[8]["messages"][0] and "Send the call again" in EXERCISES[8]["messages"][0]
-    assert "stream ended without finish_reason — response may be truncated" in EXERCISES[5]["messages"][0]
+    assert "OpenAI stream ended without finish_reason — response may be truncated" in EXERCISES[5]["messages"][0]
 
 
 def test_on_a_copy_hypothesis_is_derandomised_and_writes_nothing_in_the_students_folder(tmp_path):

@@ -268,7 +268,7 @@ def test_a_stream_without_message_end_is_an_error(ink):
         def stream(self, request):
             yield {"type": "text_delta", "text": "hi"}
 
-    with pytest.raises(ink.shared.ProviderError, match="provider stream ended without a message_end event"):
+    with pytest.raises(ink.shared.ProviderError, match="Provider stream ended without a message_end event"):
         ink.loop.stream_assistant(Silent(), {"model": "m", "system": "", "messages": []})
 
 

@@ -106,7 +106,11 @@ def test_a_long_event_in_small_reads_takes_linear_time_like_the_reference(ink):
         one_event_in_small_reads(64 << 10),
         one_event_in_small_reads(512 << 10),
         8,
-        "64 KiB to 512 KiB in 64-byte reads",
+        ("64 KiB", "512 KiB"),
+        (
+            "one event of 64 KiB, then one of 512 KiB, each read 64 bytes at a time",
+            "一个 64 KiB 的事件,再一个 512 KiB 的,都是每次读取 64 字节",
+        ),
     )
     if verdict:
         pytest.fail(verdict, pytrace=False)

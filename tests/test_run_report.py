@@ -94,7 +94,7 @@ def test_usage_a_server_did_not_report_is_never_zero(workspace, bodies, summary,
         ),
         (
             [Reply(parts=[tool_reply(READ_CALL)]), Reply(parts=[fixture_bytes("article/missing_finish")])],
-            "stream ended without finish_reason — response may be truncated",
+            "OpenAI stream ended without finish_reason — response may be truncated",
         ),
     ],
     ids=["multi-line-400-on-turn-1", "truncated-turn-2"],

@@ -158,7 +158,7 @@ def test_the_programs_own_colours_are_kept(ink: Any) -> None:
 def test_an_error_after_partial_output_starts_its_own_line(workspace: Path) -> None:
     done = ink_py("--scenario", "missing-finish", cwd=workspace)
     assert done.returncode == 1
-    assert '  ↳ read {"path":"README.md"}\nerror: stream ended without finish_reason' in done.stderr
+    assert '  ↳ read {"path":"README.md"}\nerror: OpenAI stream ended without finish_reason' in done.stderr
 
 
 def test_on_a_terminal_the_error_line_is_red(workspace: Path) -> None:
@@ -185,7 +185,7 @@ def test_on_a_terminal_the_error_line_is_red(workspace: Path) -> None:
     finally:
         os.close(controller)
     assert done.returncode == 1
-    assert b"\r\n\x1b[31merror: stream ended without finish_reason" in shown
+    assert b"\r\n\x1b[31merror: OpenAI stream ended without finish_reason" in shown
 
 
 def test_interleaved_calls_arguments_are_told_apart(workspace: Path) -> None:

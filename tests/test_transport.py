@@ -221,7 +221,7 @@ def test_a_connection_broken_mid_stream_is_an_error_not_a_reply(ink):
 def test_a_body_closed_early_is_reported_as_truncated(ink):
     with FakeModelServer([Reply(parts=frames("article/readme")[:2], framing="close")]) as server:
         events, error = collect(ink, provider(ink, server).stream(REQUEST))
-    assert error == "stream ended without finish_reason — response may be truncated"
+    assert error == "OpenAI stream ended without finish_reason — response may be truncated"
     assert [e["type"] for e in events] == ["text_delta", "tool_call_start", "tool_call_delta"]
 
 

@@ -81,7 +81,7 @@ def stream_assistant(
             close()  # returning early: release the provider's connection now
     if signal.aborted:
         return None  # an abort ended the stream early (abort_safe): a clean stop, not an error
-    raise ProviderError("provider stream ended without a message_end event")
+    raise ProviderError("Provider stream ended without a message_end event")
 
 
 # ── run_agent_loop ──────────────────────────────────────────────────────────────────────

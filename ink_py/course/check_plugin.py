@@ -2,8 +2,9 @@
 
 ``check`` (ink_py/course/checker.py) runs the exercise's tests in a separate ``python -m pytest``
 with ``-p ink_py.course.check_plugin`` and ``INK_EXERCISE_REPORT=<file>``. These hooks (their
-names are pytest's) record how many tests passed and failed, which exercises each selected
-test belongs to, and for the first failure: the test, the parameters it was fed, the
+names are pytest's) report how far the run is as it goes (``PROGRESS_ENV``, read by running.py),
+and record how many tests passed and failed, which exercises each selected test belongs to, and
+for the first failure: the test, the parameters it was fed, the
 comparison that failed (both sides, bounded), the line in the student's copy where it
 broke, and whether it was a stub of another exercise. ``check`` turns that into a few
 plain lines. Without ``INK_EXERCISE_REPORT`` the plugin does nothing.
@@ -22,16 +23,26 @@ from typing import Any
 from ..atomic import write_text_atomically
 from .checker import REPORT_ENV
 from .impl_option import SOURCE_ROOT
-from .language import course_language
-from .stubs import STUB_MESSAGE, MarkerError, find_regions
+from .language import course_language, say
+from .running import PROGRESS_ENV
+from .stubs import MarkerError, find_regions, stub_number
 
 _report: dict[str, Any] = {}
 _compare: dict[str, str] | None = None  # the last failing comparison of the running test
+_progress: list[int] = []  # the descriptor progress lines go to (PROGRESS_ENV), and the tests done
 
 
 def pytest_configure(config: Any) -> None:
     if os.environ.get(REPORT_ENV):
         _report.update(passed=0, failed=0, failure=None, selected={}, outcomes={})
+    if os.environ.get(PROGRESS_ENV):
+        _progress[:] = [os.open(os.environ[PROGRESS_ENV], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0]
+
+
+def progress_line(entry: dict[str, Any]) -> None:
+    """One line for ``check`` to show how far the run is (running.py reads them as they come)."""
+    if _progress:
+        os.write(_progress[0], json.dumps(entry).encode("utf-8") + b"\n")
 
 
 def pytest_collection_finish(session: Any) -> None:
@@ -39,6 +50,14 @@ def pytest_collection_finish(session: Any) -> None:
         for item in session.items:
             marks = sorted(int(m.name[2:]) for m in item.iter_markers() if re.fullmatch(r"ex\d+", m.name))
             _report["selected"][item.nodeid] = marks
+    progress_line({"total": len(session.items)})
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    if _progress:
+        _progress[1] += 1
+        marks = _report["selected"].get(nodeid, []) if _report else []
+        progress_line({"done": _progress[1], "test": str(location[0]), "marks": marks})
 
 
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
@@ -99,17 +118,20 @@ def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
     impl = node.config.getoption("impl", None) if hasattr(node, "config") else None
     copy = Path(impl).resolve() if impl else None
     skip = {*getattr(node, "fixturenames", ()), *params}
+    conclusion = str(error).strip()  # a local holding the failure's own message is no input
     for entry in excinfo.traceback:  # the test's own line that failed; the innermost frame in the copy
         where = Path(str(entry.path)).resolve()
         if where == path and entry.name == getattr(function, "__name__", None):
             statement = str(entry.statement).strip()
             failure["test_line"] = statement.split("\n")[0]
             failure["raises"] = expected_raise(path, entry.lineno + 1)
-            failure["locals"] = shown_locals(entry.locals, skip)
+            failure["locals"] = shown_locals(entry.locals, skip, conclusion)
             failure["expected_value"] = expected_value(statement, entry.locals)
         if copy is not None and where.is_relative_to(copy):
             relative = where.relative_to(copy).as_posix()
-            failure["in_copy"] = f"{copy.name}/{relative}:{entry.lineno + 1} in {entry.name}"
+            failure["in_copy"] = say(
+                "in_function", where=f"{copy.name}/{relative}:{entry.lineno + 1}", function=entry.name
+            )
             region = region_at(where, entry.lineno + 1)
             if region is not None:
                 failure["regions"] = [region, *[r for r in failure["regions"] if r != region]]
@@ -121,9 +143,9 @@ def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
         )
         failure["in_copy"] = f"{shown_as}:{error.lineno}"
     message = str(error).strip()
-    stub = STUB_MESSAGE.match(message) if isinstance(error, NotImplementedError) else None
-    if stub:
-        failure.update(kind="stub", exercise=int(stub[1]), message=message)
+    stub = stub_number(message) if isinstance(error, NotImplementedError) else None
+    if stub is not None:
+        failure.update(kind="stub", exercise=stub, message=message)
     elif EXPLAINED.search(message) and isinstance(error, AssertionError | failed_exception()):
         failure.update(kind="explained", message=message)
     elif isinstance(error, AssertionError):
@@ -183,7 +205,7 @@ def show_value(value: Any, max_lines: int = 14) -> str:
     text = pprint.pformat(shorten_long_strings(value), width=100, sort_dicts=False)
     lines = text.split("\n")
     if len(lines) > max_lines:
-        lines = [*lines[:max_lines], f"… ({len(lines) - max_lines} more lines)"]
+        lines = [*lines[:max_lines], say("more_lines", count=len(lines) - max_lines)]
     text = "\n".join(lines)
     return text if len(text) <= 2000 else text[:2000] + " …"
 
@@ -192,7 +214,8 @@ class Shortened:
     """Stands for a long string or bytes in a report: its start, and how long it really was."""
 
     def __init__(self, value: str | bytes, keep: int = 80) -> None:
-        self.text = f"{value[:keep]!r}… ({len(value)} {'characters' if isinstance(value, str) else 'bytes'})"
+        size = say("characters" if isinstance(value, str) else "bytes", count=len(value))
+        self.text = f"{value[:keep]!r}… {size}"
 
     def __repr__(self) -> str:
         return self.text
@@ -236,7 +259,7 @@ def short_notes(notes: list[str]) -> list[str]:
     for note in notes[:6]:
         lines = [line for line in note.split("\n") if " at 0x" not in line and "reproduce_failure" not in line]
         lines = [line for line in lines if not re.match(r"\s*ink=", line)]
-        text = "\n".join(lines[:8]) + (f"\n    … ({len(lines) - 8} more lines)" if len(lines) > 8 else "")
+        text = "\n".join(lines[:8]) + ("\n    " + say("more_lines", count=len(lines) - 8) if len(lines) > 8 else "")
         kept.append(text if len(text) <= 600 else text[:600] + " …")
     return kept
 
@@ -244,11 +267,18 @@ def short_notes(notes: list[str]) -> list[str]:
 DATA = (str, bytes, int, float, bool, list, tuple, dict, type(None))
 
 
-def shown_locals(values: dict[str, Any], skip: set[str]) -> dict[str, str]:
-    """The test's own variables at the failure — the input it built — as short reprs (no fixtures)."""
+def shown_locals(values: dict[str, Any], skip: set[str], conclusion: str = "") -> dict[str, str]:
+    """The test's own variables at the failure — the input it built — as short reprs (no fixtures, and
+    not a verdict: a string that is the failure's own message).
+
+    >>> shown_locals({"frame": "data: x", "verdict": "expected: linear\\ngot: not"}, set(), "expected: linear\\ngot: not")
+    {'frame': "'data: x'"}
+    """
     shown: dict[str, str] = {}
     for name, value in values.items():
         if name in skip or name.startswith("_") or name.startswith("@") or not isinstance(value, DATA):
+            continue
+        if conclusion and isinstance(value, str) and value.strip() == conclusion:
             continue
         shown[name] = show_value(value, max_lines=4)
         if len(shown) == 5:

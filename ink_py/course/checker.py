@@ -19,16 +19,16 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from .catalogue import EXERCISES, ExerciseError
+from .catalogue import EXERCISES, ExerciseError, reading, title
 from .impl_option import SOURCE_ROOT
 from .language import course_language, label, say
 from .progress import next_step
+from .running import Progress, run_child
 from .state import is_working_copy, load_state, now, save_state
 from .stubs import PACKAGE_DIR, MarkerError, find_regions, group_by_file, is_stub, package_regions, region_name
 from .working_copy import demo_command, dir_argument, shown
@@ -38,22 +38,17 @@ REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the pl
 # ── running the tests ─────────────────────────────────────────────────────────────────
 
 
-def check(number: int, folder: Path) -> tuple[bool, str]:
-    """Run ``pytest --impl folder -m exN -x``; (green?, what to tell the student)."""
+def check(number: int, folder: Path, progress: Progress | None = None) -> tuple[bool, str]:
+    """Run ``pytest --impl folder -m exN -x``; (green?, what to tell the student). The failing test
+    is kept in the progress file: ``hint`` gives the hints it calls for first."""
     if not is_working_copy(folder):
-        raise ExerciseError(f"no working copy at {shown(folder)} — start with: ink-py exercise start {number}")
+        raise ExerciseError(say("no_copy_start", folder=shown(folder), n=number))
     state = load_state(folder)
     if number not in state.get("started", []):
-        raise ExerciseError(
-            f"exercise {number} is not started in {shown(folder)} (its code there is still the reference's) — "
-            f"run: ink-py exercise start {number}{dir_argument(folder)}"
-        )
+        raise ExerciseError(say("not_started_check", n=number, folder=shown(folder), dir=dir_argument(folder)))
     if not (SOURCE_ROOT / "tests" / "conftest.py").is_file():
-        raise ExerciseError(
-            "the checks need a source checkout of ink_py (tests/ next to the package): "
-            "clone the repository and pip install -e '.[test]'"
-        )
-    report = run_tests(folder, number)
+        raise ExerciseError(say("needs_checkout"))
+    report = run_tests(folder, number, progress)
     exercise = EXERCISES[number]
     green = report["exitstatus"] == 0
     key = str(number)
@@ -62,6 +57,10 @@ def check(number: int, folder: Path) -> tuple[bool, str]:
     attempts[key] = int(attempts.get(key, 0)) + 1
     state.setdefault("tests", {})[key] = {"passed": report["passed"], "selected": len(report["selected"])}
     state.pop("suite", None)  # the code changed, perhaps: the whole suite is to be run again
+    failures = state.setdefault("failures", {})
+    failures.pop(key, None)
+    if report.get("failure"):
+        failures[key] = str(report["failure"].get("name", ""))[:500]
     if green:
         state.setdefault("first_green", {}).setdefault(key, now())
     save_state(folder, state)
@@ -73,7 +72,12 @@ def check(number: int, folder: Path) -> tuple[bool, str]:
                 next_step(state, folder, after=number),
             ]
         )
-    return False, describe_failure(number, report, folder)
+    return False, describe_failure(number, report, folder, progress=progress)
+
+
+def progress_title(number: int) -> str:
+    """What the progress line calls exercise ``number``'s run: checking exercise 3 · text-delta."""
+    return say("progress_exercise", n=number, slug=EXERCISES[number]["slug"])
 
 
 def marked_test_files(number: int) -> list[str]:
@@ -101,26 +105,29 @@ def pytest_arguments(folder: Path, number: int | None) -> list[str]:
     ]  # fmt: skip
 
 
-def run_tests(folder: Path, number: int | None) -> dict[str, Any]:
+def run_tests(folder: Path, number: int | None, progress: Progress | None = None) -> dict[str, Any]:
     """Run exercise ``number``'s tests on the copy (cwd: the source checkout); the plugin's report.
-    ``number`` None: the whole suite, ``pytest --impl folder`` in full."""
+    ``number`` None: the whole suite, ``pytest --impl folder`` in full. ``progress`` shows how far
+    it is while it runs (running.py); Ctrl-C stops the child at once."""
     try:
         import pytest  # noqa: F401  # only to say clearly that it is missing
     except ImportError:
-        raise ExerciseError("the checks need pytest: pip install -e '.[test]'") from None
+        raise ExerciseError(say("needs_pytest")) from None
     with tempfile.TemporaryDirectory() as scratch:
         report_path = Path(scratch) / "report.json"
         command = [sys.executable, "-m", "pytest", *pytest_arguments(folder, number)]
         env = {**os.environ, REPORT_ENV: str(report_path)}
-        done = subprocess.run(command, cwd=SOURCE_ROOT, env=env, capture_output=True, text=True)
-        output_tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
+        if progress is not None:
+            progress.begin(say("progress_suite") if number is None else progress_title(number))
+        output = run_child(command, SOURCE_ROOT, env, Path(scratch), progress)
+        output_tail = " | ".join(output.strip().splitlines()[-3:])
         if not report_path.exists():
-            raise ExerciseError(f"the tests could not run: {output_tail}")
+            raise ExerciseError(say("could_not_run", tail=output_tail))
         report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
     if report["exitstatus"] == 5 and number is not None:  # nothing selected: a test suite without this exercise's marks
-        raise ExerciseError(f"no test is marked ex{number}; the exercise cannot be checked")
+        raise ExerciseError(say("no_marked_test", n=number))
     if report["exitstatus"] not in (0, 1):
-        raise ExerciseError(f"the tests could not run (pytest exit {report['exitstatus']}): {output_tail}")
+        raise ExerciseError(say("could_not_run_exit", code=report["exitstatus"], tail=output_tail))
     return report
 
 
@@ -146,13 +153,15 @@ def stubs_left(number: int, folder: Path) -> list[str]:
     return places
 
 
-def describe_failure(number: int, report: dict[str, Any], folder: Path, language: str | None = None) -> str:
+def describe_failure(
+    number: int, report: dict[str, Any], folder: Path, language: str | None = None, progress: Progress | None = None
+) -> str:
     """The first failure in a few plain lines: this exercise is to blame, unless another one's
     code broke and its own tests fail too (``blame``)."""
     language = language or course_language()
     exercise = EXERCISES[number]
     failure = report.get("failure")
-    reread = say("reread", language, section=exercise["section"])
+    reread = say("reread", language, reading=reading(number))
     where_dir = dir_argument(folder)
     if failure is None:
         return say("no_report", language, n=number, slug=exercise["slug"], reread=reread)
@@ -181,12 +190,12 @@ def describe_failure(number: int, report: dict[str, Any], folder: Path, language
         return "\n".join(
             [
                 say("stub_in_the_way", language, n=number, slug=exercise["slug"], test=failure["name"], other=other,
-                    other_title=about["title"], at=at),
+                    other_title=title(other, language) if other in EXERCISES else "?", at=at),
                 say("finish_first", language, other=other, dir=where_dir),
             ]
         )  # fmt: skip
 
-    blamed, theirs, passed_through = blame(number, report, folder)
+    blamed, theirs, passed_through = blame(number, report, folder, progress)
     after = failed_after(report["passed"], failure["name"], language)
     if blamed is not None:
         other = EXERCISES[blamed]
@@ -198,7 +207,7 @@ def describe_failure(number: int, report: dict[str, Any], folder: Path, language
     if blamed is not None:
         other = EXERCISES[blamed]
         their_test = (theirs or {}).get("name", "?")
-        lines += ["", say("fix_other_first", language, other=blamed, test=their_test, section=other["section"],
+        lines += ["", say("fix_other_first", language, other=blamed, test=their_test, reading=reading(blamed),
                           dir=where_dir)]  # fmt: skip
     else:
         if passed_through:
@@ -229,7 +238,9 @@ def debug_command(folder: Path, failure: dict[str, Any]) -> str:
     )
 
 
-def blame(number: int, report: dict[str, Any], folder: Path) -> tuple[int | None, dict[str, Any] | None, list[int]]:
+def blame(
+    number: int, report: dict[str, Any], folder: Path, progress: Progress | None = None
+) -> tuple[int | None, dict[str, Any] | None, list[int]]:
     """(the exercise to blame instead of ``number``, its own first failure, the others the error passed
     through whose own tests pass). Another exercise is blamed only if the error passed through its
     code (written by the student) *and* its own tests fail on the copy: a green exercise never is."""
@@ -239,7 +250,7 @@ def blame(number: int, report: dict[str, Any], folder: Path) -> tuple[int | None
     others = [r for r in regions if r != number and r in EXERCISES and r in started and not stubs_left(r, folder)]
     passing = []
     for other in others:
-        theirs = run_tests(folder, other)
+        theirs = run_tests(folder, other, progress)
         if theirs["exitstatus"] != 0:
             return other, theirs.get("failure"), []
         passing.append(other)
@@ -270,10 +281,11 @@ def plain_words(failure: dict[str, Any], language: str | None = None) -> tuple[s
     fed = fed_words(failure, {expected_value, compare["left"] if compare else None}, language)
     fed = fed or say("test_builds", language, file=failure["file"], line=failure["line"])
 
-    if kind == "explained":  # the test said it in words: "expected: …" and "got: …"
+    if kind == "explained":  # the test said it in words: "expected: …" and "got: …" (and perhaps "fed: …")
         said = re.search(r"^expected: (.*?)\n(?:.*\n)*?got: (.*)$", failure["message"], re.MULTILINE | re.DOTALL)
+        told = re.search(r"^fed: (.*)$", failure["message"], re.MULTILINE)
         if said:
-            return fed, said[1].strip(), said[2].strip().split("\nassert ")[0]
+            return (told[1].strip() if told else fed), said[1].strip(), said[2].strip().split("\nassert ")[0]
     if kind == "assert" and compare:
         op, left, right = compare["op"], got_words(compare["left"], language), compare["right"]
         if op in ("in", "not in"):

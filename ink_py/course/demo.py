@@ -5,12 +5,13 @@ shows what arrived, what the access layer holds, whether anything has gone to th
 loop, and which lines of code ran. This command does the same with the *real* code
 (``demo_steps`` records the steps, ``demo_screens`` draws them, ``demo_web`` serves them)::
 
-    ink-py demo                 the "读取 README" scenario, one step per Enter (q quits)
+    ink-py demo                 the "读取 README" scenario, one step per key (q quits)
     ink-py demo interleaved     any name from ``ink-py demo --list``
     ink-py demo --file DIR/001-response.sse     a body saved by ``ink-py --record DIR``
     ink-py demo --api anthropic-messages       the same story in another wire dialect (or openai-responses)
     ink-py demo --no-pause | less               every step at once (also when stdin is no terminal)
     ink-py demo --web                           the page, on 127.0.0.1
+    ink-py demo --all-lines                     the guards and helpers the article's widget leaves out, too
 
 - the page: ``step_view``, ``code_view``, ``web_pages`` (the steps as JSON for ``--web``);
 - the command: ``build_parser``, ``main``, ``web_recordings``, ``present``.
@@ -37,6 +38,7 @@ from .demo_dialects import DIALECTS, assembler, traced_functions
 from .demo_panels import display_width, event_line, loop_text, received_text, state_text
 from .demo_screens import CLEAR, Style, cut, is_marker, render_step, source_label
 from .demo_steps import Step, record_steps, split_frames
+from .keypress import read_key, wants_to_quit
 
 ABORT_SCENARIOS = {"abort"}  # these fixtures end where the user presses Ctrl-C
 
@@ -57,10 +59,10 @@ def step_view(step: Step) -> dict[str, Any]:
     }
 
 
-def code_view(api: str = "openai-completions") -> dict[str, Any]:
+def code_view(api: str = "openai-completions", every: bool = False) -> dict[str, Any]:
     """Each function traced for ``api``: its real source, file, first line number (markers blanked)."""
     code = {}
-    for function in traced_functions(assembler(api)):
+    for function in traced_functions(assembler(api), every):
         source, first = inspect.getsourcelines(function)
         lines = [line.rstrip("\n") for line in source]
         code[function.__name__] = {
@@ -73,7 +75,7 @@ def code_view(api: str = "openai-completions") -> dict[str, Any]:
 
 
 def web_pages(
-    recordings: list[tuple[str, str, bytes, int | None]], api: str = "openai-completions"
+    recordings: list[tuple[str, str, bytes, int | None]], api: str = "openai-completions", every: bool = False
 ) -> dict[str, dict[str, Any]]:
     """name → {label, steps} for each (name, label, body, abort_after): what ``--web`` serves.
 
@@ -83,7 +85,7 @@ def web_pages(
     """
     pages = {}
     for name, label, body, abort_after in recordings:
-        steps = record_steps(split_frames(body), abort_after, api)
+        steps = record_steps(split_frames(body), abort_after, api, every)
         pages[name] = {"label": label, "steps": [step_view(step) for step in steps]}
     return pages
 
@@ -95,7 +97,7 @@ def build_parser() -> CliParser:
     parser = CliParser(
         prog="ink-py demo",
         description="Step through the article's §3 demo: one SSE event per step, fed to the real assemble_stream.",
-        epilog="Enter: next step · q then Enter: quit. Without a terminal on stdin, every step is printed at once.",
+        epilog="Any key: next step · q: quit. Without a terminal on stdin, every step is printed at once.",
     )
     parser.add_argument("scenario", nargs="?", help="a scenario from --list (default: readme)")
     parser.add_argument("--list", action="store_true", help="print the scenario names, one per line, and exit")
@@ -113,7 +115,12 @@ def build_parser() -> CliParser:
         metavar="|".join(DIALECTS),
         help="the wire dialect of the body (env INK_API; default openai-completions)",
     )
-    parser.add_argument("--no-pause", action="store_true", help="print every step without waiting for Enter")
+    parser.add_argument("--no-pause", action="store_true", help="print every step without waiting for a key")
+    parser.add_argument(
+        "--all-lines",
+        action="store_true",
+        help="also the code the article's widget leaves out: parse_sse, the guards (guarded, check_chunk …), usage",
+    )
     parser.add_argument(
         "--context", type=int, default=0, metavar="N", help="extra source lines around each executed line (default 0)"
     )
@@ -166,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         label = f"{SCENARIOS[name]['title']}({SCENARIOS[name]['section']})· {shown_path(path)}"
         abort_after = len(split_frames(data)) if name in ABORT_SCENARIOS else None  # abort after the last frame
     try:
-        return present(record_steps(split_frames(data), abort_after, args.api), label, args)
+        return present(record_steps(split_frames(data), abort_after, args.api, args.all_lines), label, args)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -194,7 +201,7 @@ def web(args: argparse.Namespace) -> int:
         pages = web_recordings(args)
     except OSError as err:
         return fail(str(err))
-    return serve(pages, code_view(args.api), args.port)
+    return serve(pages, code_view(args.api, args.all_lines), args.port)
 
 
 def web_recordings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -217,11 +224,11 @@ def web_recordings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         recordings.append((name, f"{name} · {scenario['title']}({scenario['section']})", data, abort_after))
     if args.scenario is not None:  # the page opens on the first: the scenario named, else a --file
         recordings.sort(key=lambda r: r[0] != first)
-    return web_pages(recordings, args.api)
+    return web_pages(recordings, args.api, args.all_lines)
 
 
 def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
-    """Print the steps, waiting for Enter between them when a person is at the terminal.
+    """Print the steps, waiting for a key between them when a person is at the terminal.
 
     On a terminal each step is one screen: cleared first, then the panels, then as much
     of the code as fits. Anything else (a pipe, a file, ``--no-pause``) gets every step
@@ -248,9 +255,10 @@ def present(steps: list[Step], label: str, args: argparse.Namespace) -> int:
             print()
             print(render_step(step, number, len(steps), style, args.context), flush=True)
         if pause and number < len(steps):
-            print(style.dim("[Enter 下一步 · q 退出] "), end="", file=sys.stderr, flush=True)
-            answer = sys.stdin.readline()
-            if answer == "" or answer.strip().lower() in ("q", "quit"):
+            print(style.dim("[任意键 下一步 · q 退出] "), end="", file=sys.stderr, flush=True)
+            key = read_key(sys.stdin)  # one key, no Enter: the terminal is restored however it ends
+            print(file=sys.stderr)
+            if wants_to_quit(key):
                 return EXIT_COMPLETED
     return EXIT_COMPLETED
 

@@ -7,7 +7,8 @@ renamed or added, or a helper moved to another module, shows up as the code has 
 - ``DIALECTS``: per ``--api``, the provider module whose assembler runs and its fixtures;
 - ``assembler_locals``: the locals set up before the main ``for`` loop (parameters aside),
   and the name that loop gives each event;
-- ``traced_functions``: the assembler and the provider functions it calls, and theirs.
+- ``traced_functions``: the assembler and the provider functions it calls, and theirs (``LEFT_OUT``:
+  what the article's widget leaves out, shown only with ``--all-lines``).
 
     >>> def assemble(body, signal=None):
     ...     signal = signal or "never"
@@ -44,16 +45,17 @@ DIALECTS: dict[str, Dialect] = {
     "openai-responses": {"module": openai_responses, "folder": "responses"},
 }
 
-# The helpers the assembler calls whose lines a step leaves out: the parser whose work the
-# 本次收到 panel shows (§2.1), the checks that refuse a malformed wire, the small readers of
-# wire fields, counts and JSON. Any other provider function it reaches — one added, renamed
-# or moved — is traced and shown.
-UNSHOWN = frozenset(
+# What the article's §3 widget leaves out, so a step leaves it out too unless ``--all-lines``: the
+# widget starts "from the SSE events already cut" (the 本次收到 panel shows what parsing made), it
+# leaves out usage and the fallbacks of message_end, and it has none of ink_py's guards (beyond §:
+# checks of the wire and their messages). Any other provider function the assembler reaches is
+# shown; tests/test_demo.py checks each name here against the source, so a rename cannot go stale.
+LEFT_OUT = frozenset(
     {
-        "parse_sse",
-        *("raise_if_server_error", "check_chunk_shape", "field"),
-        *("json_key", "json_object", "token_count", "usage_count", "has_content"),
-        *("loads_finite", "nesting_depth"),
+        *("parse_sse", "parse_frame", "not_json"),  # §2.1's parsing: its result is the 本次收到 panel
+        *("merge_usage", "token_count", "finished_message", "has_content"),  # usage, fallbacks (§2 omits them)
+        *("guarded", "ended", "check_chunk", "check_event", "check_fields", "name_malformed_field"),  # guards
+        *("raise_server_error", "server_message", "field", "malformed", "json_type", "quote", "nesting_depth"),
     }
 )
 
@@ -94,13 +96,13 @@ def assembler_locals(function: Callable[..., Any]) -> AssemblerLocals:
 
 
 @cache
-def traced_functions(function: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
+def traced_functions(function: Callable[..., Any], every: bool = False) -> tuple[Callable[..., Any], ...]:
     """``function`` and the functions of its package (``ink_py.provider``) it calls, and those they
-    call, in the order first called in the source; ``UNSHOWN`` ones, and what only they call, left out —
-    except, in a student's working copy, the functions of the exercises started there (``parse_sse``
-    and ``parse_frame`` once exercises 1 and 2 are): what the student wrote is always shown."""
+    call, in the order first called in the source; ``LEFT_OUT`` ones, and what only they call, left out
+    unless ``every`` — and, in a student's working copy, never the functions of the exercises started
+    there (``parse_sse`` and ``parse_frame`` once exercises 1 and 2 are): what the student wrote is shown."""
     package = function.__module__.rpartition(".")[0]  # ink_py.provider (my_ink.provider in a copy)
-    unshown = UNSHOWN - students_functions(function.__module__.partition(".")[0])
+    unshown = frozenset() if every else LEFT_OUT - students_functions(function.__module__.partition(".")[0])
     found = [function]
     for caller in found:  # grows while it is read: each callee's own callees follow
         for callee in callees(caller):
@@ -108,6 +110,28 @@ def traced_functions(function: Callable[..., Any]) -> tuple[Callable[..., Any], 
             if inside and callee.__name__ not in unshown and callee not in found:
                 found.append(callee)
     return tuple(found)
+
+
+@cache
+def loop_head(function: Callable[..., Any]) -> frozenset[int]:
+    """The lines of ``function``'s main ``for`` that every event passes: the ``for`` itself, the simple
+    statements of its body and the headers of its compound ones (an ``if``/``elif`` chain's every test)."""
+    tree = function_tree(function)
+    loop = next((s for s in tree.body if isinstance(s, ast.For)), None) if tree is not None else None
+    if loop is None:
+        return frozenset()
+    offset = inspect.getsourcelines(function)[1] - 1
+    lines = {loop.lineno}
+    pending: list[ast.stmt] = list(loop.body)
+    while pending:
+        statement = pending.pop()
+        body = getattr(statement, "body", None)
+        last = body[0].lineno - 1 if isinstance(body, list) and body else statement.end_lineno or statement.lineno
+        lines.update(range(statement.lineno, last + 1))  # a compound statement: its header only
+        orelse = getattr(statement, "orelse", [])
+        if isinstance(statement, ast.If) and len(orelse) == 1 and isinstance(orelse[0], ast.If):
+            pending.append(orelse[0])  # elif: tested too whenever the ifs before it fail
+    return frozenset(number + offset for number in lines)
 
 
 def students_functions(package: str) -> frozenset[str]:

@@ -76,6 +76,7 @@ def state_text(step: Step) -> list[str]:
             lines.append(f"  参数拼起来: {clip(''.join(raw))}")
         if block["arguments"]:  # set at ④, after the stream ended
             lines.append(f"  arguments(④ 解析后)= {json.dumps(block['arguments'], ensure_ascii=False)}")
+            lines += parse_error_note(block["arguments"])
     for index, block in (state.get("block_by_index") or {}).items():  # the other dialects: one block per index
         raw = (state.get("parts_by_index") or {}).get(index, [])
         call = block["type"] == "toolCall"
@@ -86,6 +87,7 @@ def state_text(step: Step) -> list[str]:
             lines.append(f"  拼起来: {clip(''.join(raw))}")
         if call and block["arguments"]:  # set at the block's end (Messages) or at ④
             lines.append(f"  arguments(解析后)= {json.dumps(block['arguments'], ensure_ascii=False)}")
+            lines += parse_error_note(block["arguments"])
     if state.get("index_by_item"):
         lines.append(f"index_by_item = {json.dumps(state['index_by_item'])}  (item_id → output_index)")
     lines += other_state(state)
@@ -119,13 +121,30 @@ def other_state(state: dict[str, Any]) -> list[str]:
     return lines
 
 
+def parse_error_note(arguments: Any) -> list[str]:
+    """A word under arguments that did not parse: what ``_parseError`` is (§4.3)."""
+    if not isinstance(arguments, dict) or "_parseError" not in arguments:
+        return []
+    return ["  ↑ 拼好的参数不是合法 JSON:safe_parse_json 不抛异常,把原因和开头记成这条 _parseError 记录(§4.3)"]
+
+
 def loop_text(step: Step) -> list[str]:
+    calls = [b for b in step["state"].get("blocks") or [] if isinstance(b, dict) and b.get("type") == "toolCall"]
+    broken = any(isinstance(b["arguments"], dict) and "_parseError" in b["arguments"] for b in calls)
     if step["outcome"] == "pending":
         return ["尚未产出 message_end;片段不会作为完整消息写入 history。"]
     if step["outcome"] == "aborted":
-        return ["不产出 message_end(已中断):abort_safe 把读取失败当作取消,回复不交给循环,循环随之停止。"]
+        lines = ["不产出 message_end(已中断):abort_safe 把读取失败当作取消,回复不交给循环,循环随之停止。"]
+        if broken:
+            lines.append(
+                "④ 在检查中断之前就运行了:半截的参数解析不了,才有上面的 _parseError;这条回复随后被丢弃,不交给循环。"
+            )
+        return lines
     if step["outcome"] == "error":
-        return [visible(f"{step['error']}"), "不产出 message_end;错误向上交给调用方,这条回复不写入 history。"]
+        lines = [visible(f"{step['error']}"), "不产出 message_end;错误向上交给调用方,这条回复不写入 history。"]
+        if calls and step["received"] not in ("event", "frame"):  # the check after ④: §4.1's
+            lines.append("④ 照样运行了,但参数能不能解析都不算数:没有结束原因,这条回复就不交出去(§4.1)。")
+        return lines
     if step["outcome"] == "ended":
         return ["流结束了,却没有产出 message_end。"]
     message = next(e["message"] for e in step["emitted"] if e["type"] == "message_end")
@@ -136,7 +155,10 @@ def loop_text(step: Step) -> list[str]:
     elif message["stopReason"] == "max_tokens":
         lines.append("注意:stopReason = max_tokens,回答达到输出上限:循环结束时标记 truncated(§4.4)。")
     elif any("_parseError" in b["arguments"] for b in calls):
-        lines.append("注意:参数解析失败(_parseError):循环的 prepare_tool_call 拒绝执行这个调用(§4.3)。")
+        lines.append(
+            "注意:参数解析失败(_parseError)。文章里 Ink 照样把这条记录交给工具,read 的参数校验因为缺少 path 拒绝它"
+            "(§4.3);ink_py 多走一步(beyond §4.3):循环的 prepare_tool_call 直接拦下这个调用,把原因交回模型。"
+        )
     return lines
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..terminal import terminal_safe
-from .demo_dialects import assembler, traced_functions
+from .demo_dialects import assembler, loop_head, traced_functions
 from .demo_panels import display_width, event_line, loop_text, received_text, state_text
 from .demo_steps import Step
 from .stubs import CLOSE, OPEN
@@ -60,10 +60,11 @@ def render_step(
     previous: Step | None = None,
 ) -> str:
     """Everything step ``number`` shows, as lines of text; with ``height``, cut to fit that many rows
-    (then the code that ran in this step and not in ``previous`` comes first)."""
+    (then the code this step's event made run comes first: not the main loop's head, which every
+    event runs, nor the lines ``previous`` ran)."""
     title = style.bold(f"━━ 步骤 {number} / {total}  {step['title']}")
     blocks = panel_blocks(step, style)
-    traced = traced_functions(assembler(step["api"]))
+    traced = traced_functions(assembler(step["api"]), every=True)  # whatever ran is found by name
     code = code_text(step["lines"], style, context, traced)
     heading = style.bold("执行的代码") + style.dim(f"(▶ 本步执行过的行,来自{running_package(step['api'])})")
     if height is None:
@@ -142,13 +143,19 @@ def compact_code(
     budget: int,
     traced: Sequence[Callable[..., Any]],
 ) -> list[str]:
-    """At most ``budget`` rows of the code that ran: first the lines the previous step did not run
-    (the loop's head runs every step; what this event caused is the news), then the others."""
+    """At most ``budget`` rows of the code that ran: first the lines this step's event made run —
+    neither the main loop's head (``loop_head``: every event runs it) nor those the previous step
+    ran — then the others (the article's widget highlights what the step's event did)."""
     functions = {f.__name__: f for f in traced}
-    fresh = [(name, n) for name, numbers in ran.items() for n in numbers if n not in set(before.get(name, []))]
-    rest = [(name, n) for name, numbers in ran.items() for n in numbers if n in set(before.get(name, []))]
+    head = loop_head(traced[0])  # the assembler's
+
+    def news(item: tuple[str, int]) -> tuple[bool, bool]:
+        name, number = item
+        return name == traced[0].__name__ and number in head, number in before.get(name, [])
+
+    everything = [(name, n) for name, numbers in ran.items() for n in numbers]
     chosen: set[tuple[str, int]] = set()
-    for item in fresh + rest:
+    for item in sorted(everything, key=news):  # stable: within each kind, in source order
         rows = len(chosen) + 1 + len({name for name, _ in chosen | {item}}) + 1  # + labels + the "more" line
         if rows > budget:
             break

@@ -19,17 +19,20 @@ lines of the traced functions ran (``demo_dialects`` finds both from its source)
 
 from __future__ import annotations
 
+import ast
 import copy
+import inspect
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from types import CodeType, FrameType
 from typing import Any, TypedDict
 
 from ..core.abort import AbortController
 from ..provider.shared import DONE
-from .demo_dialects import assembler, assembler_locals, traced_functions
+from .demo_dialects import assembler, assembler_locals, function_tree, traced_functions
 
 
 class Step(TypedDict):
@@ -64,7 +67,9 @@ def split_frames(body: bytes) -> list[bytes]:
     return frames
 
 
-def record_steps(frames: list[bytes], abort_after: int | None = None, api: str = "openai-completions") -> list[Step]:
+def record_steps(
+    frames: list[bytes], abort_after: int | None = None, api: str = "openai-completions", every: bool = False
+) -> list[Step]:
     """Run the real ``assemble_stream`` of ``api``'s dialect over ``frames``; keep one Step per SSE frame.
 
     - the body is a generator: before handing out frame k it closes step k (step 1 is
@@ -73,7 +78,8 @@ def record_steps(frames: list[bytes], abort_after: int | None = None, api: str =
     - *what the access layer holds* is the state locals of the running generator's frame
       (``text_parts``, ``tool_by_index`` … whatever ``assembler_locals`` finds), deep-copied;
     - *which lines ran* is recorded while it runs (``lines_that_run``), for the assembler and
-      the helpers ``traced_functions`` finds;
+      the helpers ``traced_functions`` finds (``every``: also those the article's widget leaves out);
+      an ``except`` line counts only if its handler ran (``handled``): a generator's close passes it;
     - with ``abort_after=N`` the user aborts once N frames have been read: the body aborts the
       AbortController and raises ``ConnectionResetError``, as a socket shut by the abort would;
       ``abort_safe`` swallows it (§4.2).
@@ -110,10 +116,10 @@ def record_steps(frames: list[bytes], abort_after: int | None = None, api: str =
             "emitted": emitted.copy(),
             "outcome": outcome,
             "error": error,
-            "lines": {name: sorted(numbers) for name, numbers in lines.items()},
+            "lines": handled(lines, traced),
             "api": api,
         }
-        step["title"] = step_title(step, first=not steps)
+        step["title"] = step_title(step, first=not steps, before=steps[-1]["state"] if steps else None)
         steps.append(step)
         emitted.clear()
         lines.clear()
@@ -134,7 +140,8 @@ def record_steps(frames: list[bytes], abort_after: int | None = None, api: str =
     generator = function(body(), controller.signal)
     frame = generator.gi_frame  # held: its locals stay readable after the generator ends
     final = "abort" if abort_after is not None else "end"
-    with lines_that_run(traced_functions(function)) as lines:
+    traced = traced_functions(function, every)
+    with lines_that_run(traced) as lines:
         try:
             for event in generator:
                 emitted.append(copy.deepcopy(event))
@@ -147,6 +154,37 @@ def record_steps(frames: list[bytes], abort_after: int | None = None, api: str =
             return steps
         close_step(final, "aborted" if controller.signal.aborted else "ended")
     return steps
+
+
+def handled(lines: dict[str, set[int]], functions: Sequence[Callable[..., Any]]) -> dict[str, list[int]]:
+    """Function name → the numbers of its lines that ran, without an ``except`` line whose handler did
+    not run: Python reports that line when it *tests* an exception against the clause — a generator
+    closed at the end of a stream tests ``GeneratorExit`` against ``except Exception:`` and passes on.
+    Only a handler that ran caught anything."""
+    by_name = {function.__name__: function for function in functions}
+    shown = {}
+    for name, numbers in lines.items():
+        kept = set(numbers)
+        for clause, handler in except_clauses(by_name[name]) if name in by_name else ():
+            if clause in kept and not kept & handler:
+                kept.discard(clause)
+        if kept:
+            shown[name] = sorted(kept)
+    return shown
+
+
+@cache
+def except_clauses(function: Callable[..., Any]) -> tuple[tuple[int, frozenset[int]], ...]:
+    """(the line of each ``except`` clause, the lines of its handler), numbered as in the file."""
+    tree = function_tree(function)
+    if tree is None:
+        return ()
+    offset = inspect.getsourcelines(function)[1] - 1
+    return tuple(
+        (node.lineno + offset, frozenset(range(node.body[0].lineno + offset, (node.end_lineno or 0) + offset + 1)))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ExceptHandler)
+    )
 
 
 @contextmanager
@@ -220,8 +258,10 @@ def chain(theirs: Any, mine: Callable[..., Any]) -> Callable[..., Any]:
 # ── what a step is called ────────────────────────────────────────────────────────────
 
 
-def step_title(step: Step, first: bool = False) -> str:
-    """The step's headline, from what happened in it (the article's wording)."""
+def step_title(step: Step, first: bool = False, before: dict[str, Any] | None = None) -> str:
+    """The step's headline, from what happened in it (the article's wording); ``before`` is the
+    state the previous step ended with: what the end of the stream finished is told only if it
+    was finished in this step (Messages parses a call's arguments at its block's end, earlier)."""
     state, outcome = step["state"], step["outcome"]
     if first and step["received"] == "nothing":
         return "等待第一条事件"
@@ -233,15 +273,25 @@ def step_title(step: Step, first: bool = False) -> str:
         parts += event_title_parts(step)
     elif step["received"] == "frame":
         parts.append("收到半个事件,先留在 buffer 里" if not complete(step["frame"]) else "收到注释或保活,没有事件")
-    calls = any(block["type"] == "toolCall" for block in state.get("blocks") or [])
-    ending = {
-        "message_end": "解析参数,交出完整回复" if calls else "拼好文本,交出完整回复",
-        "aborted": "用户中断,结束接收",
-        "ended": "流结束,没有交出回复",
-    }.get(outcome)
-    if ending:
-        parts.append(ending)
+    if outcome == "message_end":
+        message = next(e["message"] for e in step["emitted"] if e["type"] == "message_end")
+        done = finished_now(message["blocks"], (before or {}).get("blocks") or [])
+        parts.append(f"{done},交出完整回复" if done else "交出完整回复")
+    elif outcome in ("aborted", "ended"):
+        parts.append("用户中断,结束接收" if outcome == "aborted" else "流结束,没有交出回复")
     return ";".join(parts) or "没有新内容"
+
+
+def finished_now(blocks: list[dict[str, Any]], before: list[dict[str, Any]]) -> str:
+    """What the last step did to the reply's blocks that the previous one had not: 解析参数 (a call's
+    arguments set), else 拼好文本 (a text joined), else ""."""
+    arguments = {block["id"]: block["arguments"] for block in before if block["type"] == "toolCall"}
+    texts = [block["text"] for block in before if block["type"] == "text"]
+    if any(b["type"] == "toolCall" and b["arguments"] and b["arguments"] != arguments.get(b["id"]) for b in blocks):
+        return "解析参数"
+    if any(block["type"] == "text" and block["text"] and block["text"] not in texts for block in blocks):
+        return "拼好文本"
+    return ""
 
 
 def end_flags(state: dict[str, Any]) -> list[str]:

@@ -24,10 +24,11 @@ from typing import Any, TypedDict
 from xml.sax.saxutils import quoteattr
 
 from ..atomic import write_text_atomically
-from .catalogue import EXERCISES, ExerciseError
+from .catalogue import EXERCISES, ExerciseError, reading
 from .checker import check, debug_command, describe_failure, failed_after, failure_lines, run_tests
-from .language import course_language, say
-from .progress import next_step
+from .language import columns, course_language, say
+from .progress import next_step, pad
+from .running import Progress
 from .state import is_working_copy, load_state, now, save_state
 from .stubs import available
 from .working_copy import shown
@@ -96,48 +97,49 @@ def junit_xml(copy: str, rows: list[Row], suite: Suite | None = None) -> str:
 # ── check --all and report ────────────────────────────────────────────────────────────
 
 
-def check_all(folder: Path) -> tuple[bool, str]:
+def check_all(folder: Path, progress: Progress | None = None) -> tuple[bool, str]:
     """``check --all``: every started exercise checked, then a table; once all nine are green, the
-    whole suite on the copy (``pytest --impl folder``) — only then is every exercise green."""
+    whole suite on the copy (``pytest --impl folder``) — only then is every exercise green.
+    ``progress`` shows which exercise is being checked and how far its tests are."""
     if not is_working_copy(folder):
-        raise ExerciseError(f"no working copy at {shown(folder)} — start with: ink-py exercise start 1")
+        raise ExerciseError(say("no_copy_all", folder=shown(folder)))
     started = load_state(folder).get("started", [])
     if not started:
-        raise ExerciseError(f"no exercise is started in {shown(folder)} — run: ink-py exercise start 1")
+        raise ExerciseError(say("none_started", folder=shown(folder)))
     for number in started:
         if available(number):
-            check(number, folder)
+            check(number, folder, progress)
     state = load_state(folder)
     green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
     suite_words: list[str] = []
     if green and all(state.get("checks", {}).get(str(n)) == "green" for n in EXERCISES if available(n)):
-        suite, words = whole_suite(folder)
+        suite, words = whole_suite(folder, progress)
         green = suite == "green"
         suite_words = ["", words] if words else []
         state = load_state(folder)
     rows = [
-        ("exercise", "state", "tests passed", "hints used"),
+        (say("col_exercise"), say("col_state"), say("col_tests"), say("col_hints")),
         *[
             (
                 f"{number} {exercise['slug']}",
-                exercise_state(number, state),
+                say("state_" + exercise_state(number, state).replace(" ", "_")),
                 tests_passed(number, state),
                 f"{state.get('hints', {}).get(str(number), 0)}/{len(exercise['hints'])}",
             )
             for number, exercise in EXERCISES.items()
         ],
     ]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    heading = f"Course exercises in {shown(folder)}"
+    widths = [max(columns(row[column]) for row in rows) for column in range(4)]
+    table = ["  ".join(pad(cell, width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    heading = say("table_heading", folder=shown(folder))
     return green, "\n".join([heading, "", *table, *suite_words, "", next_step(state, folder)])
 
 
-def whole_suite(folder: Path) -> tuple[str, str]:
+def whole_suite(folder: Path, progress: Progress | None = None) -> tuple[str, str]:
     """``pytest --impl folder`` in full, once every exercise's own tests pass: ("green" or "red",
     in words: how many passed, or the first failure). Kept in the progress file: ``next_step`` reads it."""
     print(say("suite_running"), file=sys.stderr, flush=True)
-    report = run_tests(folder, None)
+    report = run_tests(folder, None, progress)
     suite = "green" if report["exitstatus"] == 0 else "red"
     state = load_state(folder)
     state["suite"] = suite
@@ -157,16 +159,16 @@ def whole_suite(folder: Path) -> tuple[str, str]:
         lines += ["", say("suite_no_exercise", language)]
     else:
         other = EXERCISES[blamed]
-        lines += ["", say("suite_blames", language, other=blamed, other_slug=other["slug"], section=other["section"])]
+        lines += ["", say("suite_blames", language, other=blamed, other_slug=other["slug"], reading=reading(blamed))]
     lines.append(say("debug", language, command=debug_command(folder, failure)))
     return suite, "\n".join(lines)
 
 
-def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
+def write_report(folder: Path, json_path: Path, xml_path: Path, progress: Progress | None = None) -> str:
     """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit;
     once all are green, the whole suite too (a testcase of its own)."""
     if not is_working_copy(folder):
-        raise ExerciseError(f"no working copy at {shown(folder)} — nothing to report")
+        raise ExerciseError(say("no_copy_report", folder=shown(folder)))
     state = load_state(folder)
     rows: list[Row] = []
     for number, exercise in EXERCISES.items():
@@ -179,22 +181,22 @@ def write_report(folder: Path, json_path: Path, xml_path: Path) -> str:
             "first_green": state.get("first_green", {}).get(key), "summary": "",
         }  # fmt: skip
         if number in state.get("started", []) and available(number):
-            report = run_tests(folder, number)
+            report = run_tests(folder, number, progress)
             green = report["exitstatus"] == 0
             row["state"], row["tests_passed"] = ("green" if green else "red"), report["passed"]
             row["tests_selected"] = len(report["selected"])
             if not green:
-                row["summary"] = describe_failure(number, report, folder).split("\n")[0]
+                row["summary"] = describe_failure(number, report, folder, progress=progress).split("\n")[0]
         rows.append(row)
     suite: Suite = {"state": "not run", "summary": ""}
     if all(row["state"] == "green" for row in rows if available(row["number"])):
-        state_of_suite, words = whole_suite(folder)
+        state_of_suite, words = whole_suite(folder, progress)
         suite = {"state": state_of_suite, "summary": words.split("\n")[0]}
     write_text_atomically(json_path, report_json(folder.name, now(), rows, suite) + "\n")
     write_text_atomically(xml_path, junit_xml(folder.name, rows, suite) + "\n")
     green = sum(row["state"] == "green" for row in rows)
-    whole = "" if suite["state"] == "not run" else f" · the whole suite {suite['state']}"
-    return f"{green} of {len(rows)} exercises green{whole} · wrote {json_path} and {xml_path} (JUnit)"
+    whole = "" if suite["state"] == "not run" else say("report_whole", state=say("state_" + suite["state"]))
+    return say("report_written", green=green, total=len(rows), whole=whole, json=json_path, xml=xml_path)
 
 
 def exercise_state(number: int, state: dict[str, Any]) -> str:

@@ -24,45 +24,70 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
-from ..arguments import CliParser
+from ..arguments import EXIT_USAGE, CliParser
 from .catalogue import ExerciseError, exercise_number
 from .checker import check
 from .exercise_report import REPORT_JSON, REPORT_XML, check_all, write_report
+from .language import say
 from .progress import hint, list_exercises
+from .running import Progress
 from .stubs import available
 from .working_copy import DEFAULT_DIR, diff, reset, start
 
-OVERVIEW = """commands:
-  list  [DIR]            the exercises and how far you are
-  start NAME [DIR]       copy ink_py to DIR (default ./my_ink) with exercise NAME cut out
-  check NAME [DIR]       run exercise NAME's tests on DIR and explain the first failure
-  check --all [DIR]      check every started exercise; a table of where each stands
-  hint  NAME [DIR]       one more hint
-  reset NAME [DIR]       put exercise NAME's stub back (asks first; --yes for scripts)
-  diff  NAME [DIR]       once NAME is green: your code beside the reference
-  report [DIR]           what a teacher collects: exercise-report.json and exercise-report.xml
-                         (JUnit) in the current folder, or --json PATH / --junit PATH
-
-NAME is a number or a slug (1 or parse-frame). DIR can also be given as --dir DIR.
-Each command takes --help.
-The same tests, straight:      python -m pytest --impl my_ink -m ex1
-The §3 demo over your copy:    python -m my_ink demo"""
-
-SUBCOMMANDS = {  # name → what it does (its --help)
-    "list": "The exercises, in article order, and how far you are.",
-    "start": "Copy ink_py to DIR (default ./my_ink) with exercise NAME cut out; more exercises stub more of the copy.",
-    "check": "Run exercise NAME's tests on DIR and explain the first failure; --all: every started exercise.",
-    "hint": "One more hint each time (Chinese, like the article).",
-    "reset": "Put exercise NAME's stub back; your code is kept in DIR/.reset/ (asks first; --yes for scripts).",
-    "diff": "Once NAME is green: your code beside the reference, region by region.",
-    "report": "What a teacher collects: exercise-report.json and exercise-report.xml (JUnit) in the current folder.",
-}
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it
+SUBCOMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report")  # each one's --help: words.py's help_…
+ARGPARSE_SAYS = [  # argparse's own mistakes (Python's words) → the key words.py says them with
+    (re.compile(r"unrecognized arguments: (?P<rest>.*)", re.S), "unrecognized"),
+    (re.compile(r"the following arguments are required: (?P<rest>.*)", re.S), "required"),
+    (re.compile(r"invalid choice: (?P<value>.*?) \(choose from (?P<choices>.*)\)", re.S), "invalid_choice"),
+    (re.compile(r"expected one argument"), "one_argument"),
+]
 
 
-class CommandParser(CliParser):
+def argparse_words(message: str) -> str:
+    """An argparse mistake in the student's language (``argument --dir: …`` too); one it does not
+    know is passed on as argparse said it.
+
+    >>> argparse_words("argument --dir: expected one argument")
+    'argument --dir: expected one argument'
+    """
+    argument = re.fullmatch(r"argument (?P<name>\S+): (?P<rest>.*)", message, re.S)
+    if argument:
+        return say("argument", name=argument["name"], rest=argparse_words(argument["rest"]))
+    for pattern, key in ARGPARSE_SAYS:
+        found = pattern.fullmatch(message)
+        if found:
+            return say(key, **found.groupdict())
+    return message
+
+
+class CourseFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help, its ``usage:`` in the student's language."""
+
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+        super().add_usage(usage, actions, groups, say("usage_prefix") if prefix is None else prefix)
+
+
+class CourseParser(CliParser):
+    """``CliParser`` speaking the student's language: the headings, ``-h`` and argparse's mistakes."""
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("formatter_class", CourseFormatter)
+        super().__init__(add_help=False, **options)
+        self._positionals.title = say("positionals")
+        self._optionals.title = say("optionals")
+        self.add_argument("-h", "--help", action="help", help=say("arg_help"))
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, say("see_help", message=argparse_words(message), prog=self.prog) + "\n")
+
+
+class CommandParser(CourseParser):
     """A subcommand's parser: its words and flags in any order, as before (``reset 1 --yes mine``)."""
 
     intermixing = False
@@ -82,43 +107,35 @@ class CommandParser(CliParser):
 def given_path(text: str) -> str:
     """The value of ``--dir``, ``--json`` or ``--junit``: any path but an empty one."""
     if not text:
-        raise argparse.ArgumentTypeError("needs a path, not an empty string")
+        raise argparse.ArgumentTypeError(say("empty_path"))
     return text
 
 
 def exercise_parser() -> CliParser:
     """``ink-py exercise``: one subparser per command, each with ``--help`` and ``--dir``."""
-    parser = CliParser(
-        prog="ink-py exercise",
-        description="Course exercises: re-implement the article one piece at a time; the project's tests check it.",
-        epilog=OVERVIEW,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = CourseParser(prog="ink-py exercise", description=say("description"), epilog=say("overview"))
+    default = DEFAULT_DIR
     parser.add_argument(
-        "--dir",
-        dest="dir_before",
-        type=given_path,
-        metavar="DIR",
-        help=f"the working copy (default ./{DEFAULT_DIR}); also after the command",
+        "--dir", dest="dir_before", type=given_path, metavar="DIR", help=say("arg_dir_before", default=default)
     )
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", help=", ".join(SUBCOMMANDS), parser_class=CommandParser
     )
-    for name, what in SUBCOMMANDS.items():
+    for name in SUBCOMMANDS:
         usage = "%(prog)s [-h] [--dir DIR] (NAME [DIR] | --all [DIR])" if name == "check" else None
-        sub = commands.add_parser(name, description=what, usage=usage)
+        sub = commands.add_parser(name, description=say(f"help_{name}"), usage=usage)
         if name in ("start", "hint", "reset", "diff"):
-            sub.add_argument("name", metavar="NAME", help="the exercise: a number or a slug (1, ex1, parse-frame)")
+            sub.add_argument("name", metavar="NAME", help=say("arg_name"))
         elif name == "check":
-            sub.add_argument("name", nargs="?", metavar="NAME", help="the exercise: a number or a slug")
-            sub.add_argument("--all", action="store_true", help="check every started exercise; a table")
-        sub.add_argument("folder", nargs="?", metavar="DIR", help=f"the working copy (default ./{DEFAULT_DIR})")
-        sub.add_argument("--dir", dest="dir_option", type=given_path, metavar="DIR", help="the same, as an option")
+            sub.add_argument("name", nargs="?", metavar="NAME", help=say("arg_name_check"))
+            sub.add_argument("--all", action="store_true", help=say("arg_all"))
+        sub.add_argument("folder", nargs="?", metavar="DIR", help=say("arg_folder", default=default))
+        sub.add_argument("--dir", dest="dir_option", type=given_path, metavar="DIR", help=say("arg_dir"))
         if name == "reset":
-            sub.add_argument("--yes", action="store_true", help="do not ask first (for scripts)")
+            sub.add_argument("--yes", action="store_true", help=say("arg_yes"))
         if name == "report":
-            sub.add_argument("--json", type=given_path, default=REPORT_JSON, metavar="PATH", help="the JSON report")
-            sub.add_argument("--junit", type=given_path, default=REPORT_XML, metavar="PATH", help="the JUnit XML")
+            sub.add_argument("--json", type=given_path, default=REPORT_JSON, metavar="PATH", help=say("arg_json"))
+            sub.add_argument("--junit", type=given_path, default=REPORT_XML, metavar="PATH", help=say("arg_junit"))
     return parser
 
 
@@ -126,17 +143,17 @@ def read_command(argv: list[str], parser: CliParser | None = None) -> argparse.N
     """The parsed command, with ``folder`` the working copy's Path — from ``--dir DIR`` or a trailing DIR."""
     args = (parser or exercise_parser()).parse_args(argv)
     if args.command is None:
-        raise ExerciseError(f"which command? {', '.join(SUBCOMMANDS)}")
+        raise ExerciseError(say("which_command", commands=", ".join(SUBCOMMANDS)))
     args.name, args.all = getattr(args, "name", None), getattr(args, "all", False)
     if args.all:  # check --all [DIR]: the word after --all is the folder
         if args.folder is not None:
-            raise ExerciseError(f"too many arguments for check: {args.folder}")
+            raise ExerciseError(say("too_many", rest=args.folder))
         args.name, args.folder = None, args.name
     elif args.command == "check" and args.name is None:
-        raise ExerciseError("which exercise? e.g. ink-py exercise check 1")
+        raise ExerciseError(say("which_exercise"))
     given = [folder for folder in (args.dir_before, args.dir_option, args.folder) if folder is not None]
     if len(given) > 1:
-        raise ExerciseError("give the folder once")
+        raise ExerciseError(say("folder_once"))
     args.folder = Path((given[0] if given else "") or DEFAULT_DIR)  # an empty DIR word: the default, as before
     return args
 
@@ -158,15 +175,15 @@ def main(argv: list[str] | None = None) -> int:
             print(list_exercises(folder))
             return 0
         if args.command == "report":
-            print(write_report(folder, Path(args.json), Path(args.junit)))
+            print(write_report(folder, Path(args.json), Path(args.junit), Progress.on_stderr()))
             return 0
         if args.command == "check" and args.all:
-            green, words = check_all(folder)
+            green, words = check_all(folder, Progress.on_stderr())
             print(words)
             return 0 if green else 1
         number = exercise_number(args.name)
         if args.command in ("start", "check", "reset", "diff") and not available(number):
-            raise ExerciseError(f"exercise {number} is not available yet: the source has no markers for it")
+            raise ExerciseError(say("not_available", n=number))
         if args.command == "start":
             print(start(number, folder))
             return 0
@@ -179,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "diff":
             print(diff(number, folder))
             return 0
-        green, words = check(number, folder)
+        green, words = check(number, folder, Progress.on_stderr(always=False))  # in place, on a terminal only
         print(words)
         return 0 if green else 1
     except ExerciseError as err:
@@ -188,9 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `ink-py exercise diff 1 | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the tests' child is gone already (running.py); every file was written whole
         print(file=sys.stderr)
-        return 1
+        return EXIT_INTERRUPTED
     except OSError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

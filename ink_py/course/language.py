@@ -9,7 +9,7 @@ stands. ``label`` pads a line's label to its column, a Chinese character taking 
 
     >>> course_language({"LANG": "zh_CN.UTF-8"}), course_language({"LC_ALL": "C", "LANG": "zh_CN.UTF-8"})
     ('zh', 'en')
-    >>> say("reread", "zh", section="§2.1")
+    >>> say("reread", "zh", reading="walkthrough.md §2.1")
     '重读 walkthrough.md §2.1'
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections.abc import Mapping
+
+from .words import COMMAND_WORDS
 
 LANGUAGE_ENV = "INK_COURSE_LANG"  # zh or en: the switch, above the locale
 
@@ -36,10 +38,16 @@ def course_language(environ: Mapping[str, str] | None = None) -> str:
 
 
 def say(key: str, language: str | None = None, **values: object) -> str:
-    """The sentence ``key`` in ``language`` (the student's, if not given), ``values`` filled in."""
-    english, chinese = WORDS[key]
+    """The sentence ``key`` in ``language`` (the student's, if not given), ``values`` filled in:
+    ``check``'s own (``WORDS``) or the other commands' (words.py)."""
+    english, chinese = WORDS[key] if key in WORDS else COMMAND_WORDS[key]
     template = chinese if (language or course_language()) == "zh" else english
     return template.format(**values)
+
+
+def in_language(pair: tuple[str, str], language: str | None = None) -> str:
+    """The English or the Chinese of a pair such as an exercise's title."""
+    return pair[1] if (language or course_language()) == "zh" else pair[0]
 
 
 def label(key: str, language: str | None = None, width: int = 9) -> str:
@@ -79,7 +87,7 @@ WORDS: dict[str, tuple[str, str]] = {
         "看你的代码运行:{demo} · 和参考实现并排:ink-py exercise diff {n}{dir}",
     ),
     # red
-    "reread": ("re-read walkthrough.md {section}", "重读 walkthrough.md {section}"),
+    "reread": ("re-read {reading}", "重读 {reading}"),
     "no_report": (
         "exercise {n} · {slug} — the tests failed without a report; {reread}",
         "练习 {n} · {slug} —— 测试失败了,但没有留下报告;{reread}",
@@ -123,10 +131,9 @@ WORDS: dict[str, tuple[str, str]] = {
         "它自己的测试也失败了。",
     ),
     "fix_other_first": (
-        "fix exercise {other} first — its own test {test} fails too: re-read walkthrough.md {section}, "
+        "fix exercise {other} first — its own test {test} fails too: re-read {reading}, "
         "then ink-py exercise check {other}{dir}",
-        "先改练习 {other} —— 它自己的测试 {test} 也失败了:重读 walkthrough.md {section},"
-        "然后 ink-py exercise check {other}{dir}",
+        "先改练习 {other} —— 它自己的测试 {test} 也失败了:重读 {reading},然后 ink-py exercise check {other}{dir}",
     ),
     "passed_through": (
         "it passed through exercise {other} · {other_slug}'s code on the way, but that exercise's own tests "
@@ -175,9 +182,9 @@ WORDS: dict[str, tuple[str, str]] = {
     ),
     "suite_blames": (
         "it ran exercise {other} · {other_slug}'s code (yours): its own tests pass, but this test of the "
-        "whole suite does not — re-read walkthrough.md {section}, then ink-py exercise check --all",
+        "whole suite does not — re-read {reading}, then ink-py exercise check --all",
         "它运行了练习 {other} · {other_slug} 的代码(你写的):那个练习自己的测试都通过了,整套测试里的这个却没有 —— "
-        "重读 walkthrough.md {section},然后 ink-py exercise check --all",
+        "重读 {reading},然后 ink-py exercise check --all",
     ),
     "suite_no_exercise": (
         "it ran none of the exercises' code: the reference should pass it — tell your teacher",
@@ -219,14 +226,16 @@ TODOS_ZH: dict[str, str] = {
     "[DONE] and an error: line's text come back; the rest raises": "[DONE] 和 error: 行的文本原样交回;其余的抛出异常",
     # 2 parse_sse
     "TextDecoder with stream: true: bytes → text": "相当于 TextDecoder 加 stream: true:字节 → 文本",
-    "the text received that has not yet formed a complete event": "已经收到、但还没凑成完整事件的文本",
+    "between reads: the text that has not yet formed a complete event": (
+        "两次读取之间:已经收到、但还没凑成完整事件的文本"
+    ),
     'beyond §2.1: the old text holds no "\\n\\n", so only the new is searched': (
         'beyond §2.1:旧文本里没有 "\\n\\n",所以只在新到的文本里找'
     ),
     "a character split across reads waits for its rest": "被拆在两次读取之间的字符,等它的后半截到了再交出",
     "a blank line ends an event": "一个空行结束一个事件",
     "one event's lines, without the blank line": "一个事件的各行,不含空行",
-    "leave what has not yet formed a complete event": "留下还没凑成完整事件的部分",
+    "from here on: what has not yet formed a complete event": "从这里往后:还没凑成完整事件的部分",
     "parse_frame gives None for a comment or a keep-alive": "注释或保活帧,parse_frame 返回 None",
     "at once, in the read that completed it": "立刻交出,就在让它完整的那次读取里",
     "keep the rest: one copy per read, not one per frame, so linear time": (

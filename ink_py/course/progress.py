@@ -3,7 +3,8 @@
 ``status`` says where one exercise stands (not started, stub still present, last check red or
 green), ``list_exercises`` is the table of them all, and ``next_step`` names the first exercise, in
 article order, that is not green yet — ``check`` ends with it too. ``hint`` shows one more hint each
-time it is asked; it counts them in the copy, or in the current folder before there is a copy.
+time it is asked, first those the last failed check calls for; it keeps them in the copy, or in the
+current folder before there is a copy. All of it in the student's language (``language.say``).
 
     >>> pad("§2 ①", 6) + "|", pad("提示", 6) + "|"
     ('§2 ①  |', '提示  |')
@@ -14,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .catalogue import EXERCISES, ExerciseError
-from .language import columns, say
+from .catalogue import EXERCISES, ExerciseError, hints_in_order, reading
+from .language import columns, course_language, say
 from .state import is_working_copy, load_state, save_state
 from .stubs import MarkerError, available, find_regions, group_by_file, is_stub, package_regions
 from .working_copy import dir_argument, shown
@@ -26,38 +27,38 @@ from .working_copy import dir_argument, shown
 def status(number: int, folder: Path, state: dict[str, Any]) -> str:
     """not started / started (stub still present) / started (…) / passed (last check green)."""
     if not available(number):
-        return "skipped until chunks.py has exercise markers" if number == 9 else "not available yet"
+        return say("status_skipped" if number == 9 else "status_unavailable")
     if number not in state.get("started", []):
-        return "not started"
+        return say("status_not_started")
     if state.get("checks", {}).get(str(number)) == "green":
-        return "passed (last check green)"
+        return say("status_passed")
     for relative in group_by_file(package_regions()[number]):
         try:
             text = (folder / relative).read_text(encoding="utf-8")
             if any(r["number"] == number and is_stub(text, r) for r in find_regions(text)):
-                return "started (stub still present)"
+                return say("status_stub")
         except (OSError, MarkerError):
             pass
     if state.get("checks", {}).get(str(number)) == "red":
-        return "started (last check red)"
-    return "started (not checked yet)"
+        return say("status_red")
+    return say("status_unchecked")
 
 
 def list_exercises(folder: Path) -> str:
     copy = is_working_copy(folder)
     state = load_state(folder) if copy else {}
     if copy:
-        where = f"working copy: {shown(folder)}"
+        where = say("list_copy", folder=shown(folder))
     elif folder.exists():
-        where = f"{shown(folder)} is not a working copy"
+        where = say("list_not_copy", folder=shown(folder))
     else:
-        where = f"no working copy at {shown(folder)} yet"
+        where = say("list_no_copy", folder=shown(folder))
     rows = [
         f"  {number}  {exercise['slug']:<16} {pad(exercise['section'], 12)} {status(number, folder, state)}"
         for number, exercise in EXERCISES.items()
     ]
     follow = next_step(state, folder)
-    return "\n".join([f"Course exercises ({where})", "", *rows, "", follow])
+    return "\n".join([say("list_heading", where=where), "", *rows, "", follow])
 
 
 def pad(text: str, width: int) -> str:
@@ -87,19 +88,28 @@ def next_step(state: dict[str, Any], folder: Path, after: int = 0) -> str:
 
 
 def hint(number: int, folder: Path) -> str:
-    """One more hint than last time (all shown so far, the newest last); counted in the copy, or here."""
+    """One more hint than last time (all shown so far, the newest last), the next being the first the
+    last failed check calls for (``hints_in_order``); counted in the copy, or here before there is one."""
     hints = EXERCISES[number]["hints"]
     if not hints:
-        raise ExerciseError(f"exercise {number} has no hints yet")
+        raise ExerciseError(say("no_hints", n=number))
     place = folder if is_working_copy(folder) else Path.cwd()
     state = load_state(place)
-    shown_before = int(state.get("hints", {}).get(str(number), 0))
-    count = min(shown_before + 1, len(hints))
-    state.setdefault("hints", {})[str(number)] = count
+    shown_before = [i for i in state.get("shown_hints", {}).get(str(number), []) if i < len(hints)]
+    counted = int(state.get("hints", {}).get(str(number), 0))
+    if len(shown_before) < counted:  # a file from before the order was kept: the table's order
+        shown_before = list(range(counted))
+    failed = state.get("failures", {}).get(str(number), "")
+    following = [i for i in hints_in_order(number, failed) if i not in shown_before]
+    shown_now = shown_before + following[:1]
+    state.setdefault("hints", {})[str(number)] = len(shown_now)
+    state.setdefault("shown_hints", {})[str(number)] = shown_now
     save_state(place, state)
-    exercise = EXERCISES[number]
-    lines = [f"exercise {number} · {exercise['slug']} — walkthrough.md {exercise['section']}"]
-    lines += [f"提示 {i}/{len(hints)}:{hints[i - 1]}" for i in range(1, count + 1)]
-    if shown_before >= len(hints):
-        lines.append("(that was the last hint — the reference is in ink_py, if you want to compare)")
+    language = course_language()
+    lines = [say("hint_heading", n=number, slug=EXERCISES[number]["slug"], reading=reading(number))]
+    for count, index in enumerate(shown_now, 1):
+        words = hints[index]["zh"] if language == "zh" else hints[index]["en"]
+        lines.append(say("hint_label", i=count, n=len(hints)) + words)
+    if not following:
+        lines.append(say("hint_last"))
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..atomic import write_new_bytes_atomically, write_text_atomically
 from .catalogue import EXERCISES
+from .language import say
 from .stubs import OPEN, PACKAGE_DIR, MarkerError, body_of, find_regions, group_by_file, is_stub, package_regions
 
 STATE_FILE = ".exercises.json"
@@ -49,12 +50,12 @@ def load_state(folder: Path) -> dict[str, Any]:
         return {}
     try:
         if len(raw) > MAX_STATE_BYTES:
-            raise ValueError(f"more than {MAX_STATE_BYTES // 1024} KiB")
+            raise ValueError(say("state_too_big", kib=MAX_STATE_BYTES // 1024))
         value = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as err:  # not JSON, not UTF-8, a number too long, nested too deep
-        return repaired(folder, rebuilt(folder), [f"not a progress file ({str(err)[:80]})"])
+        return repaired(folder, rebuilt(folder), [say("state_not_file", why=str(err)[:80])])
     if not isinstance(value, dict):
-        return repaired(folder, rebuilt(folder), [f"not a JSON object but {type(value).__name__}"])
+        return repaired(folder, rebuilt(folder), [say("state_not_object", kind=type(value).__name__)])
     state, problems = checked_state(value)
     wrong = problems_fields(problems)
     if wrong & {"made_by", "started"}:  # what makes the folder a copy, or what was done in it: from the copy
@@ -90,38 +91,41 @@ def checked_state(value: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if made_by == MADE_BY:
             state["made_by"] = made_by
         else:
-            problems.append(f"made_by: {shown(made_by)} is not {MADE_BY!r}")
+            problems.append(say("bad_made_by", value=shown(made_by), expected=repr(MADE_BY)))
     if "started" in value:
         started = value["started"]
         if isinstance(started, list) and all(is_count(n) and n in EXERCISES for n in started):
             state["started"] = sorted(set(started))
         else:
-            problems.append(f"started: {shown(started)} is not a list of exercise numbers")
-    rules: dict[str, tuple[Any, str]] = {
-        "checks": (lambda n, v: v in ("green", "red"), '"green" or "red"'),
-        "hints": (lambda n, v: is_count(v, len(EXERCISES[n]["hints"])), "a count from 0 to {hints}"),
-        "attempts": (lambda n, v: is_count(v), f"a count from 0 to {MAX_COUNT}"),
+            problems.append(say("bad_started", value=shown(started)))
+    rules: dict[str, tuple[Any, str]] = {  # field → (is an entry valid, what it should be: a key of words.py)
+        "checks": (lambda n, v: v in ("green", "red"), "want_green_red"),
+        "hints": (lambda n, v: is_count(v, len(EXERCISES[n]["hints"])), "want_count"),
+        "shown_hints": (lambda n, v: is_hint_list(v, len(EXERCISES[n]["hints"])), "want_shown"),
+        "failures": (lambda n, v: isinstance(v, str) and len(v) <= 500, "want_test_name"),
+        "attempts": (lambda n, v: is_count(v), "want_count"),
         "tests": (
             lambda n, v: isinstance(v, dict) and set(v) == {"passed", "selected"} and all(map(is_count, v.values())),
-            '{"passed": count, "selected": count}',
+            "want_tests",
         ),
-        "first_green": (lambda n, v: isinstance(v, str) and TIMESTAMP.fullmatch(v) is not None, "a UTC time"),
+        "first_green": (lambda n, v: isinstance(v, str) and TIMESTAMP.fullmatch(v) is not None, "want_time"),
     }
     for name, (valid, what) in rules.items():
         if name not in value:
             continue
         table = value[name]
         if not isinstance(table, dict):
-            problems.append(f"{name}: {shown(table)} is not a table of exercises")
+            problems.append(say("bad_table", name=name, value=shown(table)))
             continue
         kept = {}
         for key, entry in table.items():
             number = int(key) if isinstance(key, str) and re.fullmatch(r"[1-9][0-9]?", key) else 0  # not "²", not "01"
             if number not in EXERCISES:
-                problems.append(f"{name}: {shown(key)} is not an exercise")
+                problems.append(say("bad_key", name=name, value=shown(key)))
             elif not valid(number, entry):
-                wanted = what.replace("{hints}", str(len(EXERCISES[number]["hints"])))
-                problems.append(f"{name}[{key!r}]: {shown(entry)} is not {wanted}")
+                top = len(EXERCISES[number]["hints"]) if name == "hints" else MAX_COUNT
+                wanted = say(what, top=top)
+                problems.append(say("bad_entry", name=name, which=repr(key), value=shown(entry), wanted=wanted))
             else:
                 kept[key] = entry
         state[name] = kept
@@ -129,8 +133,15 @@ def checked_state(value: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if value["suite"] in ("green", "red"):
             state["suite"] = value["suite"]
         else:
-            problems.append(f'suite: {shown(value["suite"])} is not "green" or "red"')
+            problems.append(say("bad_suite", value=shown(value["suite"])))
     return state, problems
+
+
+def is_hint_list(value: Any, count: int) -> bool:
+    """The hints shown, by their place in the table: distinct, each one there."""
+    if not isinstance(value, list) or len(set(map(repr, value))) != len(value):
+        return False
+    return all(is_count(index, count - 1) for index in value)
 
 
 def problems_fields(problems: list[str]) -> set[str]:
@@ -178,11 +189,11 @@ def repaired(folder: Path, state: dict[str, Any], problems: list[str]) -> dict[s
             save_state(folder, state)
         else:
             path.unlink()  # nothing to rebuild: the old file is kept, the folder is as before a copy
-        where = f"the old file is kept as {kept}"
+        where = say("state_kept", kept=kept)
     except OSError as err:
-        where = f"it could not be repaired ({err.strerror or err}); move it away to start afresh"
-    what = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
-    print(f"warning: {path} was damaged ({what}); what was wrong was reset, {where}", file=sys.stderr)
+        where = say("state_unrepaired", error=err.strerror or err)
+    what = "; ".join(problems[:3]) + (say("and_more", count=len(problems) - 3) if len(problems) > 3 else "")
+    print(say("state_damaged", path=path, what=what, where=where), file=sys.stderr)
     return state
 
 

@@ -17,7 +17,7 @@ tests compare, one ``raise NotImplementedError``: it compiles wherever the regio
     def map_finish_reason(reason):
         \"\"\"The server's finish_reason → Ink's stopReason.\"\"\"
         # TODO: an unknown reason → None
-        raise NotImplementedError("exercise 5 not written yet: ... — see walkthrough.md §4.1, §4.4")
+        raise NotImplementedError("exercise 5 not written yet: ... — see .../walkthrough.md §4.1, §4.4")
     <BLANKLINE>
 """
 
@@ -32,7 +32,7 @@ import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
-from .catalogue import EXERCISES, ExerciseError, Region
+from .catalogue import EXERCISES, ExerciseError, Region, reading, title
 from .language import columns, say, todo_words
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reference the stubs are cut from
@@ -47,7 +47,7 @@ class MarkerError(ExerciseError):
 
 OPEN = re.compile(r"^(?P<indent>[ \t]*)# exercise (?P<number>\d+) ▼(?: .*)?$")
 CLOSE = re.compile(r"^(?P<indent>[ \t]*)# exercise (?P<number>\d+) ▲\s*$")
-STUB_MESSAGE = re.compile(r"exercise (\d+) not written yet")
+STUB_MESSAGE = re.compile(r"(?:exercise (\d+) not written yet|练习 (\d+) 还没写)")  # the stub's raise, either language
 PRAGMA = re.compile(r"^(type:|noqa|fmt:|pragma)")  # tool directives, not prose
 
 
@@ -69,29 +69,25 @@ def find_regions(text: str, where: str = "<source>") -> list[Region]:
         at = f"{where}:{index + 1}"
         if opening:
             if open_region is not None:
-                raise MarkerError(f"{at}: a region opens inside exercise {open_region['number']}'s")
+                raise MarkerError(say("marker_nested", at=at, n=open_region["number"]))
             open_region = {
                 "number": int(opening["number"]), "start": index, "end": -1, "indent": opening["indent"], "label": "",
             }  # fmt: skip
         elif closing:
             if open_region is None or int(closing["number"]) != open_region["number"]:
-                raise MarkerError(f"{at}: '# exercise {closing['number']} ▲' closes no open region")
+                raise MarkerError(say("marker_stray", at=at, n=closing["number"]))
             if closing["indent"] != open_region["indent"]:
-                raise MarkerError(f"{at}: the closing marker's indentation differs from the opening's")
+                raise MarkerError(say("marker_indent", at=at))
             open_region["end"] = index
             body = [line for line in lines[open_region["start"] + 1 : index] if line.strip()]
             if all(line.strip().startswith("#") for line in body):
-                raise MarkerError(f"{at}: exercise {open_region['number']}'s region has no code")
+                raise MarkerError(say("marker_no_code", at=at, n=open_region["number"]))
             if any(not line.startswith(open_region["indent"]) for line in body):
-                raise MarkerError(
-                    f"{at}: a line of exercise {open_region['number']}'s region is indented less than its markers"
-                )
+                raise MarkerError(say("marker_dedented", at=at, n=open_region["number"]))
             regions.append(open_region)
             open_region = None
     if open_region is not None:
-        raise MarkerError(
-            f"{where}:{open_region['start'] + 1}: exercise {open_region['number']}'s region is never closed"
-        )
+        raise MarkerError(say("marker_unclosed", at=f"{where}:{open_region['start'] + 1}", n=open_region["number"]))
     regions += part_regions(text, regions)
     return sorted(regions + function_regions(text), key=lambda region: region["start"])
 
@@ -224,10 +220,19 @@ def region_comments(text: str, region: Region) -> list[str]:
 # ── the stub ──────────────────────────────────────────────────────────────────────────
 
 
-def stub_message(number: int) -> str:
-    """The NotImplementedError text of exercise ``number``'s stub."""
-    exercise = EXERCISES[number]
-    return f"exercise {number} not written yet: {exercise['title']} — see walkthrough.md {exercise['section']}"
+def stub_message(number: int, language: str | None = None) -> str:
+    """The NotImplementedError text of exercise ``number``'s stub, in ``language``."""
+    return say("stub_message", language, n=number, title=title(number, language), reading=reading(number))
+
+
+def stub_number(message: str) -> int | None:
+    """The exercise whose stub raised ``message`` (English or Chinese), else None.
+
+    >>> stub_number("练习 5 还没写:……"), stub_number("exercise 2 not written yet: …"), stub_number("x")
+    (5, 2, None)
+    """
+    found = STUB_MESSAGE.match(message)
+    return int(found[1] or found[2]) if found else None
 
 
 def stub_body(text: str, region: Region, language: str = "en") -> list[str]:
@@ -241,7 +246,7 @@ def stub_body(text: str, region: Region, language: str = "en") -> list[str]:
     if words:
         todos.append(f"{indent}# TODO: {say('exact_words', language)}")
         todos += [f"{indent}# TODO:     {message}" for message in words]
-    message = json.dumps(stub_message(region["number"]), ensure_ascii=False)  # also a valid Python literal
+    message = json.dumps(stub_message(region["number"], language), ensure_ascii=False)  # a valid Python literal too
     stub = [*todos, f"{indent}raise NotImplementedError({message})"]
     if region["label"]:
         number = region["number"]
@@ -344,9 +349,12 @@ def marker_label(text: str, region: Region) -> str:
 
 
 def is_stub(text: str, region: Region) -> bool:
-    """Does the region still hold the stub's raise?"""
-    stub = f'raise NotImplementedError("exercise {region["number"]} not written yet'
-    return any(line.strip().startswith(stub) for line in body_of(text, region))
+    """Does the region still hold the stub's raise (written in either language)?"""
+    raising = 'raise NotImplementedError("'
+    return any(
+        line.strip().startswith(raising) and stub_number(line.strip()[len(raising) :]) == region["number"]
+        for line in body_of(text, region)
+    )
 
 
 def body_of(text: str, region: Region) -> list[str]:
@@ -370,7 +378,7 @@ def package_regions(package: Path = PACKAGE_DIR) -> dict[int, list[tuple[str, Re
         for entry in exercise["functions"]:
             relative, _, name = entry.partition(":")
             if not any(where == relative for where, _ in found.get(number, [])):
-                raise MarkerError(f"{relative}: exercise {number}'s function {name} is not defined there")
+                raise MarkerError(say("marker_missing", where=relative, n=number, name=name))
     return found
 
 

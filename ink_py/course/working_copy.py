@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 from ..atomic import write_new_text_atomically, write_text_atomically
-from .catalogue import EXERCISES, ExerciseError, Region
-from .language import columns, course_language
+from .catalogue import EXERCISES, ExerciseError, Region, reading, title
+from .language import columns, course_language, say
 from .state import MADE_BY, STATE_FILE, is_working_copy, load_state, now, save_state
 from .stubs import (
     PACKAGE_DIR,
@@ -46,7 +46,7 @@ RESERVED_NAMES = {"ink_py", "tests", "pytest", "_pytest", "hypothesis", "request
 def check_copy_name(folder: Path) -> None:
     name = folder.name
     if not name.isidentifier() or name in RESERVED_NAMES or name in sys.stdlib_module_names:
-        raise ExerciseError(f"{folder} cannot be a package: its name must be a new Python identifier such as my_ink")
+        raise ExerciseError(say("bad_name", folder=folder))
 
 
 def make_copy(folder: Path) -> None:
@@ -69,23 +69,20 @@ def make_copy(folder: Path) -> None:
 def start(number: int, folder: Path) -> str:
     """Stub exercise ``number`` in the copy at ``folder`` (made if missing); what was done, in words."""
     if PACKAGE_DIR == folder.resolve() or is_working_copy(PACKAGE_DIR):
-        raise ExerciseError("run ink-py exercise from the reference ink_py, not from a working copy")
+        raise ExerciseError(say("from_reference"))
     if folder.exists() and not folder.is_dir():
-        raise ExerciseError(f"{folder} is a file, not a folder for the working copy")
+        raise ExerciseError(say("is_a_file", folder=folder))
     made = False
     if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
         make_copy(folder)
         made = True
     elif not is_working_copy(folder):
-        raise ExerciseError(
-            f"{folder} already exists and is not a working copy made by ink-py exercise start "
-            f"(no {STATE_FILE}); pick another folder"
-        )
+        raise ExerciseError(say("not_a_copy", folder=folder, state=STATE_FILE))
     state = load_state(folder)
     exercise = EXERCISES[number]
     language = course_language()  # the stub's TODO lines: in the student's language
     if number in state.get("started", []):
-        return f"exercise {number} · {exercise['slug']} is already started in {shown(folder)} — nothing changed."
+        return say("already_started", n=number, slug=exercise["slug"], folder=shown(folder))
 
     # Work out every file first; write only when all of them are right.
     new_texts: dict[Path, str] = {}
@@ -103,10 +100,8 @@ def start(number: int, folder: Path) -> str:
             if is_stub(text, ours):
                 continue
             if body_of(text, ours) != body_of(reference, region):
-                raise ExerciseError(
-                    f"{shown(folder)}/{relative}:{ours['start'] + 1}: exercise {number}'s region differs from "
-                    "ink_py's — did you edit it? Nothing was changed"
-                )
+                where = f"{shown(folder)}/{relative}:{ours['start'] + 1}"
+                raise ExerciseError(say("region_edited", where=where, n=number))
             text = replace_body(text, ours, stub_body(reference, {**region, "label": ours["label"]}, language))
         compile(text, str(target), "exec")  # a stub always compiles; make sure before writing
         new_texts[target] = text
@@ -117,16 +112,16 @@ def start(number: int, folder: Path) -> str:
         write_text_atomically(target, text)
     state["started"] = sorted({*state.get("started", []), number})
     save_state(folder, state)
-    made_note = f" (a new copy of ink_py, importable as package {folder.name})" if made else ""
+    where = shown(folder)
     return "\n".join(
         [
-            f"started exercise {number} · {exercise['slug']} — {exercise['title']}",
-            f"in {shown(folder)}{made_note}. Write your code in place of the stub:",
+            say("started", n=number, slug=exercise["slug"], title=title(number)),
+            say("made_copy", folder=where, package=folder.name) if made else say("in_copy", folder=where),
             *[f"  {stub}" for stub in stubs],
-            f"read first:  walkthrough.md {exercise['section']}",
-            f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
-            f"stuck?       ink-py exercise hint {number}{dir_argument(folder)}",
-            f"watch it:    {demo_command(folder)}   (the §3 demo, over your own code)",
+            say("read_first", reading=reading(number)),
+            say("then_check", n=number, dir=dir_argument(folder)),
+            say("stuck_hint", n=number, dir=dir_argument(folder)),
+            say("watch_it", demo=demo_command(folder)),
         ]
     )
 
@@ -135,11 +130,7 @@ def copy_regions(text: str, folder: Path, relative: str, number: int, expected: 
     """Exercise ``number``'s regions in the copy's ``relative`` file; ExerciseError unless all are there."""
     mine = [r for r in find_regions(text, f"{shown(folder)}/{relative}") if r["number"] == number]
     if len(mine) != expected:
-        raise ExerciseError(
-            f"{shown(folder)}/{relative}: exercise {number}'s code cannot be found (markers changed or removed, "
-            "or the file does not parse); nothing was changed — put it back as in ink_py, or start afresh "
-            "in a new folder"
-        )
+        raise ExerciseError(say("region_lost", where=f"{shown(folder)}/{relative}", n=number))
     return mine
 
 
@@ -171,12 +162,12 @@ def dir_argument(folder: Path) -> str:
 def reset(number: int, folder: Path, yes: bool = False) -> str:
     """Put exercise ``number``'s stub back in the copy, after confirmation; every other line stays."""
     if not is_working_copy(folder):
-        raise ExerciseError(f"no working copy at {shown(folder)}")
+        raise ExerciseError(say("no_copy", folder=shown(folder)))
     state = load_state(folder)
     exercise = EXERCISES[number]
     language = course_language()
     if number not in state.get("started", []):
-        raise ExerciseError(f"exercise {number} is not started in {shown(folder)}: nothing to reset")
+        raise ExerciseError(say("not_started_reset", n=number, folder=shown(folder)))
     new_texts: dict[Path, str] = {}
     kept: list[str] = []  # the student's code, saved before it is replaced
     for relative, regions in group_by_file(package_regions()[number]).items():
@@ -191,15 +182,11 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
         new_texts[target] = text
     if not yes:
         if sys.stdin is None or not sys.stdin.isatty():
-            raise ExerciseError("reset asks before it throws your code away: run it in a terminal, or add --yes")
-        print(
-            f"reset exercise {number} · {exercise['slug']} in {shown(folder)} to its stub? Your code in its "
-            f"{len(kept)} region(s) is replaced (a copy is kept in {shown(folder)}/.reset/). [y/N] ",
-            end="",
-            flush=True,
-        )
+            raise ExerciseError(say("reset_needs_terminal"))
+        asking = say("reset_ask", n=number, slug=exercise["slug"], folder=shown(folder), count=len(kept))
+        print(asking, end="", flush=True)
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-            return "nothing changed."
+            return say("nothing_changed")
     backup = keep_backup(folder / ".reset", f"exercise-{number}-{now().replace(':', '')}", "\n\n".join(reversed(kept)))
     for target, text in new_texts.items():
         write_text_atomically(target, text)
@@ -207,10 +194,9 @@ def reset(number: int, folder: Path, yes: bool = False) -> str:
     save_state(folder, state)
     return "\n".join(
         [
-            f"exercise {number} · {exercise['slug']} is back to its stub in {shown(folder)}; "
-            "every other exercise's code is as you left it.",
-            f"your code was: {shown(backup)}",
-            f"then check:  ink-py exercise check {number}{dir_argument(folder)}",
+            say("reset_done", n=number, slug=exercise["slug"], folder=shown(folder)),
+            say("your_code_was", backup=shown(backup)),
+            say("then_check", n=number, dir=dir_argument(folder)),
         ]
     )
 
@@ -226,7 +212,7 @@ def keep_backup(where: Path, stem: str, code: str) -> Path:
             return backup
         except FileExistsError:
             continue
-    raise ExerciseError(f"{shown(where)} holds 9999 backups named {stem}: move some away")
+    raise ExerciseError(say("too_many_backups", where=shown(where), stem=stem))
 
 
 def diff(number: int, folder: Path, width: int | None = None) -> str:
@@ -234,16 +220,13 @@ def diff(number: int, folder: Path, width: int | None = None) -> str:
     import difflib
 
     if not is_working_copy(folder):
-        raise ExerciseError(f"no working copy at {shown(folder)}")
+        raise ExerciseError(say("no_copy", folder=shown(folder)))
     state = load_state(folder)
     if state.get("checks", {}).get(str(number)) != "green":
-        raise ExerciseError(
-            f"exercise {number} is not green yet: the reference is shown once your own code passes — "
-            f"ink-py exercise check {number}{dir_argument(folder)}"
-        )
+        raise ExerciseError(say("not_green_diff", n=number, dir=dir_argument(folder)))
     width = width or shutil.get_terminal_size((120, 24)).columns
     half = max(30, (width - 3) // 2)
-    out = [f"exercise {number} · {EXERCISES[number]['slug']}: yours (left) · the reference (right)"]
+    out = [say("diff_heading", n=number, slug=EXERCISES[number]["slug"])]
     for relative, regions in group_by_file(package_regions()[number]).items():
         reference = (PACKAGE_DIR / relative).read_text(encoding="utf-8")
         text = (folder / relative).read_text(encoding="utf-8")
@@ -252,7 +235,7 @@ def diff(number: int, folder: Path, width: int | None = None) -> str:
             left, right = body_of(text, ours), body_of(reference, region)
             out += ["", f"{shown(folder)}/{relative}:{ours['start'] + 2}  ·  ink_py/{relative}:{region['start'] + 2}"]
             if left == right:
-                out.append("  (the same as the reference, line for line)")
+                out.append(say("diff_same"))
                 continue
             for tag, a1, a2, b1, b2 in difflib.SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
                 mark = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}[tag]

@@ -151,7 +151,7 @@ def assemble_stream(body: Iterable[bytes], signal: AbortSignal | None = None) ->
     if signal.aborted:
         return  # an aborted reply is never handed to the loop
     if not saw_finish and not saw_done:  # beyond §4.1: a stream ending in [DONE] did complete
-        raise ProviderError("stream ended without finish_reason — response may be truncated")
+        raise ProviderError("OpenAI stream ended without finish_reason — response may be truncated")
     yield {"type": "message_end", "message": finished_message(blocks, usage, stop_reason)}
 
 

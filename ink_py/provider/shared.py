@@ -53,7 +53,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
     [{'event': 'message', 'data': {'a': 1}}, {'event': 'message', 'data': '[DONE]'}]
     """
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # TextDecoder with stream: true: bytes → text
-    buffer = ""  # the text received that has not yet formed a complete event
+    buffer = ""  # between reads: the text that has not yet formed a complete event
     for chunk in body:
         searched = len(buffer) - 1  # beyond §2.1: the old text holds no "\n\n", so only the new is searched
         buffer += decoder.decode(chunk)  # a character split across reads waits for its rest
@@ -61,7 +61,7 @@ def parse_sse(body: Iterable[bytes]) -> Iterator[SseEvent]:
         sep = buffer.find("\n\n", max(searched, 0))  # a blank line ends an event
         while sep != -1:
             frame = buffer[start:sep]  # one event's lines, without the blank line
-            start = sep + 2  # leave what has not yet formed a complete event
+            start = sep + 2  # from here on: what has not yet formed a complete event
             parsed = parse_frame(frame)
             if parsed is not None:  # parse_frame gives None for a comment or a keep-alive
                 yield parsed  # at once, in the read that completed it

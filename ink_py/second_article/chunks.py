@@ -441,7 +441,7 @@ def assemble_by_concat(body: Iterable[bytes]) -> MessageChunk:
     if full is None:
         full = new_chunk()
     if full["finish_reason"] is None and not saw_done:
-        raise ProviderError("stream ended without finish_reason — response may be truncated")
+        raise ProviderError("OpenAI stream ended without finish_reason — response may be truncated")
     return full
 
 
