@@ -32,10 +32,17 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def reading_opens(out: str, before: str, section: str) -> bool:
+    """``out`` names the page to read after ``before`` as a path that opens from here (the student's
+    folder holds no walkthrough.md), then the section."""
+    found = re.search(re.escape(before) + r"(\S+\.md) " + re.escape(section), out)
+    return found is not None and Path(found[1]).is_file()
+
+
 def test_start_accumulates_keeps_the_students_edits_and_never_restarts(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "start", "1")
-    assert code == 0 and "my_ink/provider/shared.py:" in out and "walkthrough.md §2.1" in out
+    assert code == 0 and "my_ink/provider/shared.py:" in out and reading_opens(out, "read first:  ", "§2.1")
     copy = tmp_path / "my_ink"
     assert load_state(copy)["started"] == [1]
 
@@ -187,17 +194,38 @@ def test_exercise_names(name, number):
 def test_hints_come_one_more_each_time_and_are_remembered(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "hint", "1")  # no copy yet: counted in the current directory
-    assert code == 0 and "提示 1/4" in out and "提示 2/4" not in out
+    assert code == 0 and "hint 1/4" in out and "hint 2/4" not in out
     assert json.loads((tmp_path / ".exercises.json").read_text())["hints"] == {"1": 1}
-    assert "提示 2/4" in run(capsys, "hint", "parse-frame")[1]
+    assert "hint 2/4" in run(capsys, "hint", "parse-frame")[1]
 
     run(capsys, "start", "1")  # the copy takes the count over
     out = run(capsys, "hint", "1")[1]
-    assert "提示 1/4" in out and "提示 3/4" in out and "提示 4/4" not in out
+    assert "hint 1/4" in out and "hint 3/4" in out and "hint 4/4" not in out
     assert load_state(tmp_path / "my_ink")["hints"] == {"1": 3}
-    assert "提示 4/4" in run(capsys, "hint", "1")[1]
+    assert "hint 4/4" in run(capsys, "hint", "1")[1]
     out = run(capsys, "hint", "1")[1]
-    assert "提示 4/4" in out and "last hint" in out
+    assert "hint 4/4" in out and "last hint" in out
+
+
+@pytest.mark.parametrize(
+    "wrong, failed, first",
+    [
+        (("return not_json(frame, event, data, err)", "return None"), "[done", "not_json(frame, event, data, err)"),
+        (('event = value or "message"', 'event = "message"'), "[named-event]", "renames the event"),
+    ],
+    ids=["done-marker", "named-event"],
+)
+def test_the_first_hint_is_the_one_the_failure_calls_for(tmp_path, monkeypatch, capsys, wrong, failed, first):
+    """A [DONE] failure gets the not_json hint first (not last of four); the hints before it come after."""
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "1")
+    put_back(tmp_path / "my_ink", 1, wrong)
+    code, out, _ = run(capsys, "check", "1")
+    assert code == 1 and failed in out.splitlines()[0]
+    first_hint = run(capsys, "hint", "1")[1].splitlines()[1]
+    assert first_hint.startswith("hint 1/4: ") and first in first_hint
+    every = run(capsys, "hint", "1")[1] + run(capsys, "hint", "1")[1] + run(capsys, "hint", "1")[1]
+    assert "hint 4/4" in every and every.count(first) >= 1
 
 
 def test_list_shows_where_each_exercise_stands(tmp_path, monkeypatch, capsys):
@@ -224,7 +252,7 @@ def test_check_on_a_fresh_stub_says_not_written_yet_and_where_to_read(tmp_path, 
     code, out, err = run(capsys, "check", "1")
     assert (code, err) == (1, "")
     assert "exercise 1 · parse-frame — not written yet" in out
-    assert "my_ink/provider/shared.py:" in out and "re-read walkthrough.md §2.1" in out
+    assert "my_ink/provider/shared.py:" in out and reading_opens(out, "re-read ", "§2.1")
     assert len(out.splitlines()) <= 4 and "Traceback" not in out and "====" not in out
     assert load_state(tmp_path / "my_ink")["checks"] == {"1": "red"}
 
@@ -239,7 +267,7 @@ def test_check_a_wrong_solution_tells_what_was_fed_expected_and_got(tmp_path, mo
     assert "  fed       frame = 'event: delta\\ndata: {\"a\": 1}'\n" in out  # the expected value is not "fed"
     assert "  expected  {'event': 'delta', 'data': {'a': 1}}" in out
     assert "  got       {'event': 'message', 'data': {'a': 1}}" in out
-    assert "re-read walkthrough.md §2.1" in out and "--pdb" in out
+    assert reading_opens(out, "re-read ", "§2.1") and "--pdb" in out
     assert "Traceback" not in out and "assert " not in out
 
 
@@ -370,7 +398,7 @@ def fake_run_tests(suite_green: bool):
         "message": "assert [] == [1]", "params": {}, "fixtures": [], "notes": [], "doc": "",
     }  # fmt: skip
 
-    def run_tests(folder, number):
+    def run_tests(folder, number, progress=None):
         if number is not None:
             return {"exitstatus": 0, "passed": 3, "selected": {f"t{number}": [number]}, "failure": None}
         if suite_green:

@@ -138,7 +138,7 @@ TRUNCATED_CLEARS_THE_ARGUMENTS = """
 STUB = "stub"
 WRONG = [
     ("ex1-ignores-event-line", 1, {1: ('event = value or "message"', 'event = "message"')},
-     "exercise 1 · parse-frame — not yet", ["expected  {'event': 'delta'", "re-read walkthrough.md §2.1"]),
+     "exercise 1 · parse-frame — not yet", ["expected  {'event': 'delta'", "walkthrough.md §2.1"]),
     ("ex2-rescans-the-buffer", 2, {1: None, 2: QUADRATIC_PARSE_SSE},
      "exercise 2 · parse-sse — not yet", ["expected  linear time", "quadratic time", "walkthrough.md §2.1"]),
     ("ex3-joins-for-every-piece", 3,
@@ -185,7 +185,7 @@ WRONG = [
      "exercise 9 · chunk-concat — not yet",
      ["tests passed, then test_any_quirky_stream_gives_the_same_message_or_error_by_concat failed.\n",
       "fed       the smallest input Hypothesis found:\n            chunks=[{'choices':", "more lines)",
-      "walkthrough.md §6.1", "!reproduce_failure", "!Failing test case", "!data = b'", "!@seed"]),
+      "docs/second-article.md §6.1", "!reproduce_failure", "!Failing test case", "!data = b'", "!@seed"]),
     # Three exercises of one loop started, none written: each check says its own is not written — no circle.
     *[(f"ex3-4-5-started-check-{n}", n, {3: STUB, 4: STUB, 5: STUB},
        f"exercise {n} · {EXERCISES[n]['slug']} — not written yet", [f"hint {n}", "!finish exercise"])

@@ -69,11 +69,11 @@ def test_a_damaged_progress_file_outside_a_copy_keeps_its_hints_apart(tmp_path, 
     monkeypatch.chdir(tmp_path)
     (tmp_path / STATE_FILE).write_text('{"hints": {"1": 1e999, "2": 1}}')
     code, out, err = run(capsys, "hint", "1")
-    assert code == 0 and "提示 1/4" in out and err.count("\n") == 1 and err.startswith("warning: ")
+    assert code == 0 and "hint 1/4" in out and err.count("\n") == 1 and err.startswith("warning: ")
     assert json.loads((tmp_path / STATE_FILE).read_text())["hints"] == {"1": 1, "2": 1}
     (tmp_path / STATE_FILE).write_text("[]")
     code, out, err = run(capsys, "hint", "1")
-    assert code == 0 and "提示 1/4" in out and ".damaged-2" in err
+    assert code == 0 and "hint 1/4" in out and ".damaged-2" in err
 
 
 def test_every_field_of_the_progress_file_is_checked():

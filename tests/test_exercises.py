@@ -63,11 +63,14 @@ def put_back(copy: Path, number: int, change: tuple[str, str] = ("", "")) -> Non
 # ── the marker grammar and the stub generator ──────────────────────────────────────────
 
 
-def test_every_exercise_has_markers_hints_and_a_walkthrough_section():
+def test_every_exercise_has_markers_hints_and_a_section_of_a_page_that_exists():
     assert set(AVAILABLE) == set(EXERCISES) == set(range(1, 10))
     for number in range(1, 10):
         exercise = EXERCISES[number]
         assert 3 <= len(exercise["hints"]) <= 4 and exercise["section"].startswith("§")
+        page = (ROOT / exercise["page"]).read_text(encoding="utf-8")
+        for section in re.findall(r"§(\d(?:\.\d)?)", exercise["section"]):
+            assert re.search(rf"^#+ {re.escape(section)}[. ]", page, re.M), f"{exercise['page']} has no §{section}"
 
 
 @pytest.mark.parametrize(
@@ -148,7 +151,7 @@ def test_the_stub_of_parse_frame_keeps_the_reference_comments_as_todos():
     assert "    # TODO: the default SSE event name when there is no `event:` line" in body
     assert body[-1] == (
         '    raise NotImplementedError("exercise 1 not written yet: parse_frame: event name, data lines, JSON, '
-        '[DONE] — see walkthrough.md §2.1")'
+        f'[DONE] — see {ROOT / "walkthrough.md"} §2.1")'  # a path that opens from the student's folder
     )
     assert all(line.strip().startswith("# TODO: ") for line in body[:-1])
 

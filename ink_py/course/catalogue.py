@@ -90,7 +90,6 @@ EXERCISES: dict[int, Exercise] = {
                     '`value.removeprefix(" ")` (the WHATWG rule; Ink\'s trimStart strips them all).'
                 ),
                 "when": (
-                    "[named-event",
                     "[no-space",
                     "[value-whitespace",
                     "[only-one-space",
@@ -113,6 +112,7 @@ EXERCISES: dict[int, Exercise] = {
                     'are ignored. With error lines, the event is named "error" and its data is the error lines.'
                 ),
                 "when": (
+                    "[named-event",
                     "[default-event",
                     "[empty-event",
                     "[data-lines",
@@ -434,7 +434,7 @@ EXERCISES: dict[int, Exercise] = {
             },
             {
                 "zh": (
-                    '几乎是答案:`if not saw_finish and not saw_done: raise ProviderError("stream ended without '
+                    '几乎是答案:`if not saw_finish and not saw_done: raise ProviderError("OpenAI stream ended without '
                     'finish_reason — response may be truncated")` —— 测试逐字比较这条消息。'
                 ),
                 "en": (
@@ -446,7 +446,7 @@ EXERCISES: dict[int, Exercise] = {
             },
         ],
         "messages": [
-            'ProviderError("stream ended without finish_reason — response may be truncated")',
+            'ProviderError("OpenAI stream ended without finish_reason — response may be truncated")',
         ],
     },
     6: {
@@ -744,16 +744,17 @@ def title(number: int, language: str | None = None) -> str:
     return in_language((EXERCISES[number]["title"], EXERCISES[number]["title_zh"]), language)
 
 
-def reading(number: int) -> str:
+def reading(number: int, absolute: bool = False) -> str:
     """Where to read up on exercise ``number``: its page in the source checkout, as a path that opens
-    from here (relative inside the current folder, else absolute), and the section.
+    from here (relative inside the current folder, unless ``absolute``: a stub's, read anywhere), and
+    the section.
 
     >>> reading(9).endswith("docs/second-article.md §6.1")
     True
     """
     page = SOURCE_ROOT / EXERCISES[number]["page"]
     try:
-        where = str(page.relative_to(Path.cwd().resolve()))
+        where = str(page if absolute else page.relative_to(Path.cwd().resolve()))
     except ValueError:
         where = str(page)
     return f"{where} {EXERCISES[number]['section']}"

@@ -271,7 +271,7 @@ def shown_locals(values: dict[str, Any], skip: set[str], conclusion: str = "") -
     """The test's own variables at the failure — the input it built — as short reprs (no fixtures, and
     not a verdict: a string that is the failure's own message).
 
-    >>> shown_locals({"frame": "data: x", "verdict": "expected: linear\\ngot: not"}, set(), "expected: linear\\ngot: not")
+    >>> shown_locals({"frame": "data: x", "verdict": "expected: linear"}, set(), "expected: linear")
     {'frame': "'data: x'"}
     """
     shown: dict[str, str] = {}

@@ -41,6 +41,7 @@ class Progress:
         self.what = ""
         self.shown = ""  # the line on the terminal now ("" once cleared)
         self.quarter = -1  # the last quarter a plain line was written for
+        self.latest = self.written = ""  # plain lines: the newest count, and the last one written
 
     @classmethod
     def on_stderr(cls, always: bool = True) -> Progress | None:
@@ -66,6 +67,7 @@ class Progress:
             marks = say("progress_of_exercise", numbers=", ".join(map(str, numbers))) if numbers else ""
             line += say("progress_now", where=where) + marks
         quarter = done * QUARTERS // max(total, 1)
+        self.latest = line
         if self.terminal or quarter > self.quarter:
             self.quarter = quarter
             self.show(line)
@@ -73,13 +75,17 @@ class Progress:
     def show(self, line: str) -> None:
         if not self.terminal:
             self.write(line + "\n")
+            self.written = line
             return
         fitted = cut_to(line, self.width - 1)
         self.write("\r" + fitted + " " * max(0, columns(self.shown) - columns(fitted)) + "\r" + fitted)
         self.shown = fitted
 
     def clear(self) -> None:
-        """The run is over: a terminal's line is emptied (what follows is written on a clean line)."""
+        """The run is over: a terminal's line is emptied (what follows is written on a clean line);
+        plain lines end with the count the run reached, if it is not written yet."""
+        if not self.terminal and self.latest != self.written:
+            self.show(self.latest)
         if self.terminal and self.shown:
             self.write("\r" + " " * columns(self.shown) + "\r")
             self.shown = ""

@@ -222,7 +222,7 @@ def region_comments(text: str, region: Region) -> list[str]:
 
 def stub_message(number: int, language: str | None = None) -> str:
     """The NotImplementedError text of exercise ``number``'s stub, in ``language``."""
-    return say("stub_message", language, n=number, title=title(number, language), reading=reading(number))
+    return say("stub_message", language, n=number, title=title(number, language), reading=reading(number, True))
 
 
 def stub_number(message: str) -> int | None:
