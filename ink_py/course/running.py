@@ -49,7 +49,10 @@ class Progress:
         terminal = sys.stderr.isatty()
         if not terminal and not always:
             return None
-        width = os.get_terminal_size(sys.stderr.fileno()).columns if terminal else 80
+        try:
+            width = os.get_terminal_size(sys.stderr.fileno()).columns or 80  # a new pseudo-terminal says 0
+        except OSError:
+            width = 80
 
         def write(text: str) -> None:
             sys.stderr.write(text)
