@@ -8,12 +8,21 @@ variable renamed or added, or a helper moved, shows up without editing the demo 
 local the panels know by name may go missing without breaking it.
 """
 
+import re
 from types import SimpleNamespace
 
 import pytest
 
 from ink_py.course import demo, demo_panels, demo_screens, demo_steps
-from ink_py.course.demo_dialects import DIALECTS, LEFT_OUT, assembler, assembler_locals, callees, traced_functions
+from ink_py.course.demo_dialects import (
+    DIALECTS,
+    LEFT_OUT,
+    assembler,
+    assembler_locals,
+    callees,
+    loop_head,
+    traced_functions,
+)
 from ink_py.provider import anthropic_messages, shared
 from ink_py.scripted.scenarios import SCENARIOS
 
@@ -169,3 +178,103 @@ def test_an_unknown_api_is_one_error_line(capsys):
     code = demo.main(["--api", "anthropic"])
     _, err = capsys.readouterr()
     assert code == 1 and err.startswith("error: --api anthropic: choose one of openai-completions")
+
+
+# ── the code panel at the article's size: its loop and helpers; the guards on request ──
+
+
+def test_each_name_left_out_is_a_function_some_assembler_really_reaches():
+    """LEFT_OUT is checked against the source: a function renamed or removed fails here, instead of
+    its new name showing up in every step (as check_chunk did when check_chunk_shape was listed)."""
+    reached = {f.__name__ for api in DIALECTS for f in traced_functions(assembler(api), every=True)}
+    assert LEFT_OUT - reached == set()
+
+
+@pytest.mark.parametrize(
+    "api, shown",
+    [
+        ("openai-completions", ["assemble_stream", "abort_safe", "finish_tool_arguments", "map_finish_reason",
+                                "safe_parse_json"]),
+        ("anthropic-messages", ["assemble_stream", "abort_safe", "open_block", "finish_block", "map_stop_reason",
+                                "finish_tool_arguments", "safe_parse_json"]),
+        ("openai-responses", ["assemble_stream", "abort_safe", "open_item", "finish_item", "map_status",
+                              "finish_tool_arguments", "safe_parse_json"]),
+    ],
+)  # fmt: skip
+def test_by_default_the_code_is_the_articles_loop_and_helpers_and_all_lines_adds_the_guards(api, shown):
+    """The article's widget starts "from the SSE events already cut": no parse_sse, no guards, no usage.
+    A function added to the assembler's calls shows up here first, to be named article or guard."""
+    assert [f.__name__ for f in traced_functions(assembler(api))] == shown
+    every = {f.__name__ for f in traced_functions(assembler(api), every=True)}
+    assert {"parse_sse", "parse_frame", "guarded", "merge_usage"} <= every and every & {"check_chunk", "check_event"}
+    steps = demo_steps.record_steps(demo_steps.split_frames(fixture_bytes_of(api, "readme")), api=api)
+    assert {name for step in steps for name in step["lines"]} <= set(shown)
+    steps = demo_steps.record_steps(demo_steps.split_frames(fixture_bytes_of(api, "readme")), api=api, every=True)
+    assert "guarded" in {name for step in steps for name in step["lines"]}
+
+
+def fixture_bytes_of(api: str, name: str) -> bytes:
+    from ink_py.scripted.scenarios import fixture_path
+
+    return fixture_path(SCENARIOS[name]["fixture"].replace("article/", DIALECTS[api]["folder"] + "/")).read_bytes()
+
+
+def every_recording(every: bool = False):
+    for api in DIALECTS:
+        for name in SCENARIOS:
+            frames = demo_steps.split_frames(fixture_bytes_of(api, name))
+            yield api, name, demo_steps.record_steps(frames, len(frames) if name == "abort" else None, api, every)
+
+
+def test_an_except_line_is_marked_only_when_its_handler_ran():
+    """Closing the stream's generators at a normal end tests GeneratorExit against abort_safe's
+    `except Exception:` — that line is not a caught error, and no step says it ran; the abort's is."""
+    for api, name, steps in every_recording(every=True):
+        for number, step in enumerate(steps, 1):
+            for function in traced_functions(assembler(api), every=True):
+                ran = set(step["lines"].get(function.__name__, []))
+                for clause, handler in demo_steps.except_clauses(function):
+                    assert clause not in ran or ran & handler, (api, name, number, function.__name__, clause)
+    abort_safe_except = demo_steps.except_clauses(shared.abort_safe)[0][0]
+    last = {(api, name): steps[-1]["lines"].get("abort_safe", []) for api, name, steps in every_recording()}
+    assert all(abort_safe_except in lines for (_, name), lines in last.items() if name == "abort")
+    assert not any(abort_safe_except in lines for (_, name), lines in last.items() if name == "readme")
+
+
+def test_a_title_says_the_arguments_were_parsed_only_in_the_step_that_parsed_them():
+    """In every dialect and scenario: "解析…参数" in a title ⇔ finish_tool_arguments ran in that step
+    (Messages parses at the block's end, not at message_stop), except where the step ends in an
+    error or an abort (the title says that instead)."""
+    for api, name, steps in every_recording():
+        for number, step in enumerate(steps, 1):
+            parsed = "finish_tool_arguments" in step["lines"]
+            says = "解析参数" in step["title"] or "解析它的参数" in step["title"]
+            if step["outcome"] in ("error", "aborted"):
+                assert not says, (api, name, number, step["title"])
+            else:
+                assert says == parsed, (api, name, number, step["title"])
+
+
+@pytest.mark.parametrize("api", list(DIALECTS))
+@pytest.mark.parametrize("name", ["readme", "interleaved"])
+def test_at_50_rows_each_step_shows_the_lines_its_event_made_run(api, name):
+    """A 50-row terminal (48 for the step: the label above, the prompt below): the text step shows ①,
+    a tool step ② — every line of the assembler the step's event ran that the loop's head does not
+    run for every event — until the last step, whose message takes the room."""
+    steps = dict(((a, n), s) for a, n, s in every_recording())[(api, name)]
+    head = loop_head(assembler(api))
+    for number, step in enumerate(steps[:-1], 1):
+        previous = steps[number - 2] if number > 1 else None
+        shown = demo_screens.render_step(step, number, len(steps), demo_screens.Style(False, 80), 0, 48, previous)
+        visible = {int(n) for n in re.findall(r"▶\s+(\d+) │", shown)}
+        before = set(previous["lines"].get("assemble_stream", [])) if previous else set()
+        news = set(step["lines"].get("assemble_stream", [])) - before - head
+        assert news <= visible, (api, name, number, sorted(news - visible))
+    if name == "readme":  # the text step: the line that yields text_delta is among the lines that ran, shown
+        number, step = next(
+            (n, s) for n, s in enumerate(steps, 1) if any(e["type"] == "text_delta" for e in s["emitted"])
+        )
+        shown = demo_screens.render_step(
+            step, number, len(steps), demo_screens.Style(False, 80), 0, 48, steps[number - 2]
+        )
+        assert re.search(r"^▶ .*\"text_delta\"", shown, re.M), shown
