@@ -3,7 +3,7 @@
     ink-py exercise list                 the exercises, and how far you are
     ink-py exercise start 1              copy ink_py to ./my_ink, with parse_frame cut out
     ink-py exercise check 1              run exercise 1's tests on ./my_ink; the first failure in plain words
-    ink-py exercise hint 1               one more hint each time (Chinese, like the article)
+    ink-py exercise hint 1               one more hint each time, the one the last failure calls for first
     ink-py exercise check --all          every started exercise, as a table
     ink-py exercise diff 1 / reset 1     once green: yours beside the reference / back to the stub
     ink-py exercise report               JSON and JUnit XML for a teacher or an autograder

@@ -1,4 +1,4 @@
-"""The course's two languages: English, or Chinese (like the article and the hints) when the student's locale says so.
+"""The course's two languages: English, or Chinese (like the article) when the student's locale says so.
 
 ``course_language`` reads, in the order gettext does, ``LANGUAGE``, ``LC_ALL``, ``LC_MESSAGES``
 and ``LANG`` — the first that is set decides (``zh_CN.UTF-8``, ``zh_TW``, ``zh`` → Chinese) —

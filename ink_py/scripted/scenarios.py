@@ -48,7 +48,7 @@ SCENARIOS: dict[str, Scenario] = {
         "title": "参数拼接后仍不是 JSON",
         "section": "§4.3",
         "fixture": "article/invalid_json.sse",
-        "summary": "the collected arguments miss a brace: the call is blocked, not run",
+        "summary": "the collected arguments miss a brace: a _parseError record, the call blocked (beyond §4.3)",
     },
     "length-tool": {
         "title": "达到输出上限(含工具调用)",

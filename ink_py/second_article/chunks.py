@@ -449,7 +449,7 @@ def to_assistant_message(full: MessageChunk) -> AssistantMessage:
     """The assistant message ``assemble_stream``'s message_end carries for the same stream.
 
     Blocks in arrival order; unparseable arguments become ``safe_parse_json``'s error
-    record, as there (the loop then refuses to run that call, article 4.3).
+    record, as there (the loop then refuses to run that call: beyond §4.3, where Ink passes it on).
 
     >>> to_assistant_message(concat({"content": "Run", "tool_call_chunks": [{"index": 0, "id": "t1",
     ...     "name": "ls"}]}, {"finish_reason": "tool_calls"}))   # doctest: +NORMALIZE_WHITESPACE
