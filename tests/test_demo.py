@@ -505,3 +505,20 @@ def test_over_a_students_copy_the_demo_says_so_and_shows_the_functions_they_wrot
     reference = subprocess.run([sys.executable, "-m", "ink_py", "demo", "--no-pause"], cwd=ROOT, capture_output=True,
                                text=True, timeout=60)  # fmt: skip
     assert "来自运行中的 ink_py" in reference.stdout and "parse_sse()" not in reference.stdout  # 本次收到 shows it
+
+
+@pytest.mark.parametrize("api", list(demo_dialects.DIALECTS))
+def test_every_parse_error_the_demo_shows_has_its_word(api):
+    """``{"_parseError"…}`` never stands alone: the state panel says what it is (§4.3); the abort's
+    last step says ④ ran before the abort check and the record is dropped; invalid-json's says the
+    blocking is ink_py's step beyond §4.3 (Ink hands the record to the tool, which refuses it)."""
+    for name in SCENARIOS:
+        for number, step in enumerate(steps_of(name, api), 1):
+            state = demo_panels.state_text(step)
+            for at, line in enumerate(state):
+                if "_parseError" in line and "arguments" in line:
+                    assert "safe_parse_json 不抛异常" in state[at + 1], (name, number)
+    loop = demo_panels.loop_text(steps_of("abort", api)[-1])
+    assert "④ 在检查中断之前就运行了" in "".join(loop) and "不交给循环" in "".join(loop)
+    loop = "".join(demo_panels.loop_text(steps_of("invalid-json", api)[-1]))
+    assert "beyond §4.3" in loop and "Ink 照样把这条记录交给工具" in loop
