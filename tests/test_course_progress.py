@@ -165,3 +165,26 @@ def test_ctrl_c_stops_at_once_with_130_and_leaves_every_file_whole(tmp_path, mon
     assert [p.name for p in [*tmp_path.iterdir(), *copy.iterdir()] if p.name.endswith(".tmp")] == []
     assert child_pytests(copy) == []
     print(f"first count after {took:.1f} s; stopped {stopped:.2f} s after SIGINT")  # for the record (-s)
+
+
+def test_a_pytest_the_suite_runs_itself_never_writes_into_the_checks_progress_or_report(tmp_path, monkeypatch):
+    """The whole suite holds tests that run pytest (and ink-py exercise) themselves: the plugin takes
+    its two files out of the environment as it starts, so those children cannot inherit them (a
+    child's "4 tests" once became the suite's total: "107/4 tests")."""
+    from ink_py.course import check_plugin
+    from ink_py.course.checker import REPORT_ENV
+    from ink_py.course.running import PROGRESS_ENV
+
+    monkeypatch.setenv(REPORT_ENV, str(tmp_path / "report.json"))
+    monkeypatch.setenv(PROGRESS_ENV, str(tmp_path / "progress.jsonl"))
+    monkeypatch.setattr(check_plugin, "_report", {})
+    monkeypatch.setattr(check_plugin, "_progress", [])
+    check_plugin.pytest_configure(None)
+    try:
+        assert REPORT_ENV not in os.environ and PROGRESS_ENV not in os.environ
+        check_plugin.progress_line({"total": 3})
+        assert (tmp_path / "progress.jsonl").read_text() == '{"total": 3}\n'
+        check_plugin.pytest_sessionfinish(None, 0)
+        assert json.loads((tmp_path / "report.json").read_text())["exitstatus"] == 0
+    finally:
+        os.close(check_plugin._progress[0])

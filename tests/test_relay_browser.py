@@ -227,7 +227,8 @@ def test_after_an_error_no_tool_line_stays_in_progress_and_the_error_is_chinese(
     browser.get(relay.url)
     browser.find_element(By.ID, "send").click()
     wait_for(browser, lambda: "出错" in text_of(browser, "status"), "the error event")
-    assert text_of(browser, "status").startswith("状态：出错：回答的流没有结束原因就断了,回答可能不完整 — OpenAI stream ended")
+    status = text_of(browser, "status")
+    assert status.startswith("状态：出错：回答的流没有结束原因就断了,回答可能不完整 — OpenAI stream ended")
     [line] = browser.find_elements(By.CSS_SELECTOR, "#tools li")
     assert line.get_attribute("class") == "error" and line.text == "✗ read · 未完成(出错)"
 

@@ -33,10 +33,12 @@ _progress: list[int] = []  # the descriptor progress lines go to (PROGRESS_ENV),
 
 
 def pytest_configure(config: Any) -> None:
-    if os.environ.get(REPORT_ENV):
-        _report.update(passed=0, failed=0, failure=None, selected={}, outcomes={})
-    if os.environ.get(PROGRESS_ENV):
-        _progress[:] = [os.open(os.environ[PROGRESS_ENV], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0]
+    # Taken out of the environment: a test of the suite that runs pytest itself must not write here.
+    report, progress = os.environ.pop(REPORT_ENV, ""), os.environ.pop(PROGRESS_ENV, "")
+    if report:
+        _report.update(passed=0, failed=0, failure=None, selected={}, outcomes={}, path=report)
+    if progress:
+        _progress[:] = [os.open(progress, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0]
 
 
 def progress_line(entry: dict[str, Any]) -> None:
@@ -93,7 +95,8 @@ def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if _report:
         _report["exitstatus"] = int(exitstatus)
-        write_text_atomically(os.environ[REPORT_ENV], json.dumps(_report, ensure_ascii=False))
+        path = _report.pop("path")
+        write_text_atomically(path, json.dumps(_report, ensure_ascii=False))
 
 
 def describe_exception(node: Any, excinfo: Any) -> dict[str, Any]:
