@@ -89,11 +89,17 @@ class BoundedServer(ThreadingHTTPServer):
             refuse_busy(request)
             self.shutdown_request(request)
             return
+        started = False
         try:
             with sigint_blocked():  # the handler's thread inherits the block: Ctrl-C goes to the main thread
                 super().process_request(request, client_address)  # starts the handler's thread
+                started = True
         except BaseException:
-            self._slots.release()
+            # A Ctrl-C pressed meanwhile is raised as the block ends, after the thread started:
+            # the slot is the thread's to release. Released twice, the ValueError would replace
+            # the KeyboardInterrupt and handle_error would swallow it: the server would serve on.
+            if not started:
+                self._slots.release()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:

@@ -45,7 +45,6 @@ from .errors import server_message
 from .shared import DONE, SseEvent, abort_safe, guarded, parse_sse, quote
 from .types import LLMEvent, LLMRequest, ProviderError
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
     '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
 )
@@ -410,7 +409,6 @@ class OpenAICompletionsProvider(HttpProvider):
     """Chat Completions: ``POST {base_url}/chat/completions``, the key as a Bearer token."""
 
     name = "openai-completions"
-    default_base_url = DEFAULT_BASE_URL
     path = "/chat/completions"
     build_request_body = staticmethod(build_request_body)
     assemble_stream = staticmethod(assemble_stream)

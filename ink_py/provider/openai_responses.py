@@ -32,8 +32,6 @@ from .errors import server_message
 from .shared import SseEvent, abort_safe, guarded, parse_sse
 from .types import LLMEvent, LLMRequest, ProviderError
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
 TEXT_EVENTS = {"response.output_text.delta"}
 THINKING_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}  # summary; raw (vLLM)
 DELTA_EVENTS = TEXT_EVENTS | THINKING_EVENTS  # may open their item when no .added came first
@@ -298,7 +296,6 @@ class OpenAIResponsesProvider(HttpProvider):
     """Responses: ``POST {base_url}/responses``, the key as a Bearer token."""
 
     name = "openai-responses"
-    default_base_url = DEFAULT_BASE_URL
     path = "/responses"
     build_request_body = staticmethod(build_request_body)
     assemble_stream = staticmethod(assemble_stream)
