@@ -138,8 +138,12 @@ CLIENTS: dict[str, Callable[[str], Iterator[tuple[int, float]]]] = {
 }
 
 
-def measure(frames: int = 200, pause: float = 0.005) -> list[dict[str, Any]]:
-    """One row per (client, body mode): median and worst latency, and events held back."""
+def measure(
+    frames: int = 200, pause: float = 0.005, advance: Callable[[str], None] = lambda note: None
+) -> list[dict[str, Any]]:
+    """One row per (client, body mode): median and worst latency, and events held back.
+
+    ``advance`` is called after each (client, mode), with both."""
     server = subprocess.Popen(
         [sys.executable, __file__, "serve", str(frames), str(pause)], stdout=subprocess.PIPE, text=True
     )
@@ -167,6 +171,7 @@ def measure(frames: int = 200, pause: float = 0.005) -> list[dict[str, Any]]:
                         "late": sum(wait > pause for wait in waits),  # arrived after the next frame was sent
                     }
                 )
+                advance(f"{client_name}, {mode}")
         return rows
     finally:
         server.kill()
