@@ -28,6 +28,7 @@ Each frame's text is ``<i>``, so the client knows which frame an event came from
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import statistics
 import subprocess
@@ -179,4 +180,5 @@ def measure(
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C at the terminal is run.py's: it ends this server
     serve(int(sys.argv[2]), float(sys.argv[3]))

@@ -95,9 +95,8 @@ class BoundedServer(ThreadingHTTPServer):
                 super().process_request(request, client_address)  # starts the handler's thread
                 started = True
         except BaseException:
-            # A Ctrl-C pressed meanwhile is raised as the block ends, after the thread started:
-            # the slot is the thread's to release. Released twice, the ValueError would replace
-            # the KeyboardInterrupt and handle_error would swallow it: the server would serve on.
+            # A Ctrl-C held back by the block is raised as it ends, once the thread runs: the slot is
+            # the thread's (released twice, a ValueError would replace the Ctrl-C and be swallowed).
             if not started:
                 self._slots.release()
             raise

@@ -67,9 +67,13 @@ def lines_until(stream: object, wanted: Callable[[str], bool]) -> list[str]:
 
 
 def interrupt_when(
-    process: subprocess.Popen[str], wanted: Callable[[str], bool], ready: Callable[[], bool] = lambda: True
+    process: subprocess.Popen[str],
+    wanted: Callable[[str], bool],
+    ready: Callable[[], bool] = lambda: True,
+    group: bool = False,
 ) -> str:
-    """Send SIGINT once a stderr line is ``wanted`` and then ``ready()``; return all of stderr at the end."""
+    """Send SIGINT once a stderr line is ``wanted`` and then ``ready()`` — to the process, or to its
+    whole process group as a terminal's Ctrl-C does; return all of stderr once it has ended."""
     watchdog = threading.Timer(WAIT, process.kill)  # a bound on the blocking reads
     watchdog.start()
     try:
@@ -77,7 +81,10 @@ def interrupt_when(
         deadline = time.monotonic() + WAIT
         while not ready() and time.monotonic() < deadline:
             time.sleep(0.02)
-        process.send_signal(signal.SIGINT)
+        if group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
         _, rest = process.communicate(timeout=WAIT)
     finally:
         watchdog.cancel()
@@ -130,22 +137,32 @@ def test_the_benchmark_redraws_one_line_in_place_on_a_terminal(tmp_path: Path) -
     assert "## Summary" in (tmp_path / "stdout.txt").read_text(encoding="utf-8")  # the results, apart
 
 
-def test_ctrl_c_stops_the_benchmark_with_130_and_leaves_the_results_as_they_were(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("options", "moment", "whole_group"),
+    [
+        (["--quick", "--repeats", "50"], "timing chunks · ", False),  # SIGINT to run.py alone
+        (SMALL, "latency over HTTP · ink_py provider.stream, chunked", True),  # a terminal's: its server too
+    ],
+    ids=["timing", "latency-server"],
+)
+def test_ctrl_c_stops_the_benchmark_with_130_and_leaves_the_results_as_they_were(
+    tmp_path: Path, options: list[str], moment: str, whole_group: bool
+) -> None:
     results = tmp_path / "results.md"
     results.write_bytes(b"# an earlier run\n\xe2\x9c\x93 kept byte for byte\n")
     before = sorted(p.name for p in tmp_path.iterdir())
     process = subprocess.Popen(
-        [*RUN_PY, "--quick", "--repeats", "50", "--out", str(tmp_path)],  # long enough to be interrupted
+        [*RUN_PY, *options, "--out", str(tmp_path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        start_new_session=whole_group,  # its own process group, as a terminal's foreground job
     )
-    stderr = interrupt_when(process, lambda line: "timing chunks · " in line)
+    stderr = interrupt_when(process, lambda line: moment in line, group=whole_group)
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and stderr.rstrip().endswith(
-        "interrupted (the results folder holds its last complete set)"
-    )
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.rstrip().endswith("interrupted (the results folder holds its last complete set)")
     assert results.read_bytes() == b"# an earlier run\n\xe2\x9c\x93 kept byte for byte\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no new file, no temporary file
 
