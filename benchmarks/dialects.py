@@ -170,8 +170,15 @@ def assemble(dialect: str) -> Callable[[Iterable[bytes]], Reply]:
     return lambda body: reply_from_blocks(last(module.assemble_stream(body))["message"]["blocks"])
 
 
-def time_dialects(mib_sizes: list[float], repeats: int, say: Callable[[str], None] = print) -> list[list[str]]:
-    """One row per (dialect, size): events, median ms, MiB/s, ratio to that body's lower bound, growth."""
+def time_dialects(
+    mib_sizes: list[float],
+    repeats: int,
+    say: Callable[[str], None] = print,
+    advance: Callable[[str], None] = lambda note: None,
+) -> list[list[str]]:
+    """One row per (dialect, size): events, median ms, MiB/s, ratio to that body's lower bound, growth.
+
+    ``advance`` is called after each (dialect, size), with both."""
     rows: list[list[str]] = []
     previous: dict[str, tuple[int, float]] = {}
     for mib in mib_sizes:
@@ -211,4 +218,5 @@ def time_dialects(mib_sizes: list[float], repeats: int, say: Callable[[str], Non
                 ]
             )
             say(f"  {dialect:<19} {rows[-1][1]:>8}: {rows[-1][4]} ms, {ratio:.2f} × its lower bound")
+            advance(f"{dialect} {rows[-1][1]}")
     return rows

@@ -28,6 +28,7 @@ Each frame's text is ``<i>``, so the client knows which frame an event came from
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import statistics
 import subprocess
@@ -138,8 +139,12 @@ CLIENTS: dict[str, Callable[[str], Iterator[tuple[int, float]]]] = {
 }
 
 
-def measure(frames: int = 200, pause: float = 0.005) -> list[dict[str, Any]]:
-    """One row per (client, body mode): median and worst latency, and events held back."""
+def measure(
+    frames: int = 200, pause: float = 0.005, advance: Callable[[str], None] = lambda note: None
+) -> list[dict[str, Any]]:
+    """One row per (client, body mode): median and worst latency, and events held back.
+
+    ``advance`` is called after each (client, mode), with both."""
     server = subprocess.Popen(
         [sys.executable, __file__, "serve", str(frames), str(pause)], stdout=subprocess.PIPE, text=True
     )
@@ -167,6 +172,7 @@ def measure(frames: int = 200, pause: float = 0.005) -> list[dict[str, Any]]:
                         "late": sum(wait > pause for wait in waits),  # arrived after the next frame was sent
                     }
                 )
+                advance(f"{client_name}, {mode}")
         return rows
     finally:
         server.kill()
@@ -174,4 +180,5 @@ def measure(frames: int = 200, pause: float = 0.005) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C at the terminal is run.py's: it ends this server
     serve(int(sys.argv[2]), float(sys.argv[3]))

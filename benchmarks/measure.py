@@ -19,6 +19,7 @@ for every event, how many reads later than that it came out (0 is the target).
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import math
@@ -112,8 +113,11 @@ def time_shape(
     repeats: int,
     budget: float,
     say: Callable[[str], None] = print,
+    advance: Callable[[str], None] = lambda note: None,
 ) -> list[dict[str, Any]]:
-    """One row per (contender, size): median seconds, ratio to the lower bound, growth; or skipped."""
+    """One row per (contender, size): median seconds, ratio to the lower bound, growth; or skipped.
+
+    ``say`` gets a line per size; ``advance`` is called after each run, with the size."""
     rows: list[dict[str, Any]] = []
     points: dict[str, list[tuple[int, float]]] = {c["key"]: [] for c in contenders}  # (bytes, median s)
     skipped: dict[str, str] = {}
@@ -144,6 +148,7 @@ def time_shape(
                 if reply is not None:
                     check_reply(c, stream, reply)  # every timed answer is checked too
                 times[c["key"]].append(seconds)
+                advance(streams.size_label(size))
 
         for c in active:
             ts = times[c["key"]]
@@ -227,7 +232,7 @@ def read_lags(
 
     completing = []  # for each expected event: the index of the read holding its frame's last byte
     for end, n in zip(stream["frame_ends"], per_frame, strict=True):
-        completing += [(end - 1) // stream["read_size"]] * n
+        completing += [bisect.bisect_left(stream["read_ends"], end)] * n
     lags: list[int] = []
     for count, _ in enumerate(run(counted()), 1):
         if count > len(completing):

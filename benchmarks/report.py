@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from pathlib import Path
 from typing import Any
 
 import streams
@@ -84,7 +83,7 @@ def worst_growth(rows: list[dict[str, Any]], key: str, shape: str) -> tuple[floa
 
 
 def summary_table(rows: list[dict[str, Any]], reference: int) -> list[str]:
-    """One line per contender: the ``reference``-size chunks stream, the other shapes, growth."""
+    """One line per contender: the ``reference``-size chunks stream, the other shapes' largest, growth."""
     largest = {shape: max(r["size"] for r in rows if r["shape"] == shape) for shape in streams.SHAPES}
     out = []
     for key in dict.fromkeys(r["key"] for r in rows):
@@ -102,7 +101,7 @@ def summary_table(rows: list[dict[str, Any]], reference: int) -> list[str]:
                 number(at_ref["us_per_event"], 2),
                 number(at_ref["ratio"]),
             ]
-        for shape in ("huge-args", "bytewise"):  # the ratio at the largest size this contender was timed at
+        for shape in streams.SHAPES[1:]:  # the ratio at the largest size this contender was timed at
             _, reach = worst_growth(rows, key, shape)
             last = next((r for r in mine if r["shape"] == shape and r["size"] == reach), None)
             note = "" if reach == largest[shape] else f" (at {streams.size_label(reach or 0)})"
@@ -118,11 +117,8 @@ def summary_table(rows: list[dict[str, Any]], reference: int) -> list[str]:
         "MiB/s",
         "µs/event",
         "× lower bound",
-        f"huge-args {streams.size_label(largest['huge-args'])}: × lower bound",
-        f"bytewise {streams.size_label(largest['bytewise'])}: × lower bound",
-        "growth: chunks",
-        "growth: huge-args",
-        "growth: bytewise",
+        *(f"{shape} {streams.size_label(largest[shape])}: × lower bound" for shape in streams.SHAPES[1:]),
+        *(f"growth: {shape}" for shape in streams.SHAPES),
     ]
     return table(headers, out)
 
@@ -149,20 +145,22 @@ def memory_table(rows: list[dict[str, Any]]) -> list[str]:
     return table(["shape", "stream", "contender", "peak MiB", "× largest frame"], cells)
 
 
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    """The rows as CSV, a column per field any row has (written by run.py with the other files)."""
     fields = list(dict.fromkeys(field for row in rows for field in row))
-    with open(path, "w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fields)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fields)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+    return out.getvalue()
 
 
 # ── the plot ────────────────────────────────────────────────────────────────────────────
 
 
-def plot(rows: list[dict[str, Any]], path: Path, subtitle: str) -> str | None:
-    """Time vs size, log-log, a panel per shape; returns why not, if matplotlib is missing."""
+def plot(rows: list[dict[str, Any]], subtitle: str) -> tuple[bytes | None, str | None]:
+    """Time vs size, log-log, a panel per shape, as PNG bytes; or None and why not (no matplotlib)."""
     try:
         import matplotlib
 
@@ -170,9 +168,9 @@ def plot(rows: list[dict[str, Any]], path: Path, subtitle: str) -> str | None:
         import matplotlib.pyplot as plt
         from matplotlib import ticker
     except ImportError:
-        return "matplotlib is not installed (pip install matplotlib, or pip install -e '.[bench]')"
+        return None, "matplotlib is not installed (pip install matplotlib, or pip install -e '.[bench]')"
 
-    figure, axes = plt.subplots(1, len(streams.SHAPES), figsize=(15, 5.6))
+    figure, axes = plt.subplots(1, len(streams.SHAPES), figsize=(19, 5.6))
     handles: dict[str, Any] = {}
     for ax, shape in zip(axes, streams.SHAPES, strict=True):
         ax.set_xscale("log", base=2)
@@ -207,9 +205,9 @@ def plot(rows: list[dict[str, Any]], path: Path, subtitle: str) -> str | None:
     try:
         from PIL import Image  # a dependency of matplotlib
     except ImportError:
-        path.write_bytes(buffer.getvalue())
-        return None
+        return buffer.getvalue(), None
     buffer.seek(0)
+    smaller = io.BytesIO()
     with Image.open(buffer) as image:  # a 128-colour palette: the same picture, a third of the bytes
-        image.convert("RGB").quantize(colors=128).save(path, optimize=True)
-    return None
+        image.convert("RGB").quantize(colors=128).save(smaller, format="PNG", optimize=True)
+    return smaller.getvalue(), None

@@ -7,6 +7,7 @@
 Everything reads the same generated streams (``streams.py``) in the same reads:
 
     chunks     OpenAI chat.completion.chunk frames, 1–16 MiB, in 1 KiB reads
+    per-event  the same frames one SSE event per read, as a real server flushes them
     huge-args  one frame whose tool arguments are megabytes, ¼ of those sizes, in 64-byte reads
     bytewise   the chunks stream at 1/64 of those sizes, one byte per read
 
@@ -24,6 +25,10 @@ It prints, and writes to ``--out``:
     memory.csv          peak memory on the largest streams
     time_vs_size.png    time vs size, log-log, one line per contender (needs matplotlib)
 
+Where it is goes to stderr (``progress.py``: in place on a terminal, plain lines in a log);
+Ctrl-C stops it with exit 130, and the results folder keeps its last complete set: every
+file is written whole at the end (a temporary file renamed), all of them or none.
+
 Machines are noisy: runs are interleaved, medians kept, and each contender is shown as a
 ratio to the lower bound measured in the same rounds. Read ratios and growth, not absolutes.
 Quadratic contenders are stopped before they take forever: a size whose predicted time for
@@ -40,6 +45,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -53,7 +59,10 @@ import measure  # noqa: E402
 import report  # noqa: E402
 import streams  # noqa: E402
 from contenders import Contender  # noqa: E402
+from progress import Progress  # noqa: E402
 
+from ink_py.atomic import write_bytes_atomically, write_text_atomically  # noqa: E402
+from ink_py.core.abort import sigint_blocked  # noqa: E402
 from ink_py.provider.openai_completions import assemble_stream  # noqa: E402
 from ink_py.provider.shared import parse_sse  # noqa: E402
 
@@ -130,15 +139,16 @@ def sizes_for(shape: str, mib_sizes: list[float]) -> list[int]:
 # ── the steps ───────────────────────────────────────────────────────────────────────────
 
 
-def check_everyone(everyone: list[Contender], mib_sizes: list[float]) -> None:
+def check_everyone(everyone: list[Contender], mib_sizes: list[float], advance: Callable[[str], None]) -> None:
     """Correctness first: every contender on every shape (smallest size); raises WrongAnswer."""
     for shape in streams.SHAPES:
         stream = streams.make_stream(shape, sizes_for(shape, mib_sizes)[0])
         for contender in everyone:
             measure.check(contender, stream)
+        advance(shape)
 
 
-def delivery(mib_sizes: list[float]) -> list[list[str]]:
+def delivery(mib_sizes: list[float], advance: Callable[[str], None]) -> list[list[str]]:
     """For ink_py on each shape: events, how many came out in the read completing them, worst lag."""
     rows = []
     for shape in streams.SHAPES:
@@ -149,10 +159,13 @@ def delivery(mib_sizes: list[float]) -> list[list[str]]:
         ):
             lags = measure.read_lags(run, stream, per_frame)
             rows.append([name, shape, str(len(lags)), str(lags.count(0)), str(max(lags))])
+            advance(shape)
     return rows
 
 
-def peak_memories(everyone: list[Contender], rows: list[dict[str, Any]], budget: float) -> list[dict[str, Any]]:
+def peak_memories(
+    everyone: list[Contender], rows: list[dict[str, Any]], budget: float, advance: Callable[[str], None]
+) -> list[dict[str, Any]]:
     """Peak memory on the largest stream each contender read in under budget/4 (tracemalloc slows it)."""
     found = []
     for shape in ("chunks", "huge-args"):
@@ -171,6 +184,7 @@ def peak_memories(everyone: list[Contender], rows: list[dict[str, Any]], budget:
                     "peak": measure.peak_memory(contender, stream),
                 }
             )
+            advance(shape)
     return found
 
 
@@ -220,9 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     host = machine()
     command = " ".join(["python benchmarks/run.py", *(sys.argv[1:] if argv is None else argv)])
     md: list[str] = []  # results.md, built as the sections are printed
-
-    def say(*lines: str) -> None:
-        print(*lines, sep="\n", flush=True)
+    progress = Progress(stages=len(streams.SHAPES) + 6)  # check, the shapes, dialects, delivery, latency, memory, write
+    say = progress.print
 
     def section(title: str, *lines: str) -> None:
         say("", f"## {title}", "", *lines)
@@ -235,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         say("no plot: matplotlib is not installed (pip install matplotlib, or pip install -e '.[bench]')")
     everyone = contenders_module.all_contenders()
 
-    say("", "checking every contender's answers on every shape …")
-    check_everyone(everyone, args.sizes)  # a benchmark of wrong answers is worthless
-    say("  all contenders give ink_py's text and tool arguments")
+    progress.stage("checking every contender's answers", total=len(streams.SHAPES), unit="shapes")
+    check_everyone(everyone, args.sizes, progress.advance)  # a benchmark of wrong answers is worthless
+    say("", "all contenders give ink_py's text and tool arguments on every shape")
     # What is loaded by now is set aside from the garbage collector: a collection then costs
     # the same whoever triggers it, instead of walking every object of every imported module.
     gc.collect()
@@ -245,13 +258,15 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[dict[str, Any]] = []
     for shape in streams.SHAPES:
+        sizes = sizes_for(shape, args.sizes)
+        progress.stage(f"timing {shape}", total=len(sizes) * args.repeats * len(everyone))
         say("", f"timing {shape} ({streams.SHAPE_TITLES[shape]}), {args.repeats} interleaved rounds per size …")
-        rows += measure.time_shape(everyone, shape, sizes_for(shape, args.sizes), args.repeats, args.budget, say)
+        rows += measure.time_shape(everyone, shape, sizes, args.repeats, args.budget, say, progress.advance)
     reference = int(min(args.sizes, key=lambda mib: abs(mib - REFERENCE_MIB)) * streams.MiB)
     section(
         "Summary",
         f"The chunks stream at {streams.size_label(reference)} (median time, throughput, time per SSE event, "
-        "ratio to the lower bound), the ratio on the largest stream of the other two shapes, and the worst "
+        "ratio to the lower bound), the ratio on the largest stream of the other shapes, and the worst "
         "growth per doubling of the size on each shape (linear ≈ 2.0, quadratic ≈ 4.0).",
         "",
         *report.summary_table(rows, reference),
@@ -259,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     section("Every measurement", *report.full_table(rows))
 
     reference_mib = reference / streams.MiB
+    progress.stage("timing the wire dialects", total=2 * len(dialects.DIALECTS), unit="replies")
     say("", "timing each wire dialect's assemble_stream on the same reply …")
-    dialect_rows = dialects.time_dialects([reference_mib / 2, reference_mib], args.repeats, say)
+    dialect_rows = dialects.time_dialects([reference_mib / 2, reference_mib], args.repeats, say, progress.advance)
     section(
         "Three wire dialects",
         f"The chunks stream's reply at {streams.size_label(reference // 2)} and {streams.size_label(reference)} "
@@ -272,14 +288,16 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
 
-    lag_rows = delivery(args.sizes)
+    progress.stage("delivery: events in the read that completes them", total=2 * len(streams.SHAPES), unit="checks")
+    lag_rows = delivery(args.sizes, progress.advance)
     section(
         "Delivery: events yielded in the read that completes them",
         *report.table(["function", "shape", "events", "in the completing read", "worst lag (reads)"], lag_rows),
     )
 
     frames, pause = (30, 0.002) if args.quick else (200, 0.005)
-    latency_rows = latency.measure(frames, pause)
+    progress.stage("latency over HTTP", total=len(latency.CLIENTS) * len(latency.MODES), unit="streams")
+    latency_rows = latency.measure(frames, pause, progress.advance)
     section(
         "Latency over HTTP",
         f"{frames} frames, {pause * 1e3:g} ms apart, from a local server process: the time from a frame's last "
@@ -288,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         *report.latency_table(latency_rows),
     )
 
-    memory_rows = peak_memories(everyone, rows, args.budget)
+    progress.stage("peak memory", total=2 * len(everyone), unit="contenders")
+    memory_rows = peak_memories(everyone, rows, args.budget, progress.advance)
     section(
         "Peak memory",
         "The most memory Python held at once while reading (tracemalloc; the input itself not counted), "
@@ -301,12 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     on_time = all(row[2] == row[3] for row in lag_rows)
     section("Targets", *(quick_note if args.quick else []), *targets(rows, reference, on_time, dialect_rows))
 
-    report.write_csv(args.out / "throughput.csv", rows)
-    report.write_csv(args.out / "latency.csv", latency_rows)
-    report.write_csv(args.out / "memory.csv", memory_rows)
+    progress.stage(f"writing {args.out}")
     python = host["python"].split(" (")[0]
     subtitle = f"{host['cpu']} · {python} · {host['date'][:10]} · median of {args.repeats} interleaved runs"
-    why_not = report.plot(rows, args.out / "time_vs_size.png", subtitle)
+    png, why_not = report.plot(rows, subtitle)
     header = [
         "# Benchmark results",
         "",
@@ -319,18 +336,34 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "![time vs size](time_vs_size.png)" if why_not is None else f"(no plot: {why_not})",
     ]
-    (args.out / "results.md").write_text("\n".join(header + md) + "\n", encoding="utf-8")
-    written = "results.md, throughput.csv, latency.csv, memory.csv"
-    say("", f"wrote {args.out}/: {written}" + (", time_vs_size.png" if why_not is None else f" (no plot: {why_not})"))
-    say(f"done in {time.perf_counter() - started:.0f} s")
+    files = {
+        "results.md": "\n".join(header + md) + "\n",
+        "throughput.csv": report.csv_text(rows),
+        "latency.csv": report.csv_text(latency_rows),
+        "memory.csv": report.csv_text(memory_rows),
+    }
+    with sigint_blocked():  # beyond a half-written file, no half-written set: a Ctrl-C waits for the renames
+        for name, text in files.items():
+            write_text_atomically(args.out / name, text)
+        if png is not None:
+            write_bytes_atomically(args.out / "time_vs_size.png", png)
+    progress.finish()
+    written = ", ".join(files) + (", time_vs_size.png" if png is not None else f" (no plot: {why_not})")
+    say("", f"wrote {args.out}/: {written}", f"done in {time.perf_counter() - started:.0f} s")
     return 0
+
+
+def interrupted() -> int:
+    """Ctrl-C: one line and exit 130; every file in the results folder is whole (see the end of main)."""
+    print("\ninterrupted (the results folder holds its last complete set)", file=sys.stderr, flush=True)
+    return 130
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main())
     except measure.WrongAnswer as err:
-        print(f"error: wrong answer, nothing timed: {err}", file=sys.stderr)
+        print(f"\nerror: wrong answer, nothing timed: {err}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(interrupted())

@@ -1,10 +1,12 @@
 """The streams every benchmark reads: realistic Chat Completions SSE bodies, made on the spot.
 
-Three shapes, each at several sizes, all deterministic (a fixed random seed):
+Four shapes, each at several sizes, all deterministic (a fixed random seed):
 
     chunks     OpenAI-style ``chat.completion.chunk`` frames — a role frame, text deltas of
                one token each, two tool calls whose arguments arrive a token at a time, a
                finish frame, a usage frame, ``data: [DONE]`` — read 1 KiB at a time
+    per-event  the same frames, one SSE event per read: what a reader mostly gets from a
+               real server, which flushes each event as it is written
     huge-args  one frame carrying a whole tool call whose ``arguments`` string is megabytes
                long (a model writing a big file), read 64 bytes at a time
     bytewise   the ``chunks`` stream fed one byte per read (slow for everyone: smaller sizes)
@@ -18,7 +20,7 @@ Every frame looks like what api.openai.com sends (compact JSON, UTF-8 not escape
 
 The text mixes English, Chinese (three bytes a character, so reads cut characters in half),
 quotes and newlines (escaped in JSON). A stream is a plain dict; ``reads(stream)`` cuts its
-body into the reads a socket would hand over.
+body into the reads a socket would hand over (``read_ends``: where each read ends).
 
     >>> s = make_stream("chunks", 20_000)
     >>> s["body"].startswith(b'data: {"id":"chatcmpl-') and s["body"].endswith(b"data: [DONE]\\n\\n")
@@ -27,6 +29,8 @@ body into the reads a socket would hand over.
     (True, True)
     >>> [len(r) for r in reads(s)][:3], b"".join(reads(s)) == s["body"]
     ([1024, 1024, 1024], True)
+    >>> e = make_stream("per-event", 20_000); reads(e)[1] == e["body"][e["frame_ends"][0] : e["frame_ends"][1]]
+    True
     >>> [name for _, name, _ in s["tools"]], s["text"][:20] == make_stream("chunks", 20_000)["text"][:20]
     (['write', 'write'], True)
 """
@@ -37,15 +41,16 @@ import json
 import random
 from typing import Any, TypedDict
 
-SHAPES = ("chunks", "huge-args", "bytewise")
-READ_SIZES = {"chunks": 1024, "huge-args": 64, "bytewise": 1}
+SHAPES = ("chunks", "per-event", "huge-args", "bytewise")
+READ_SIZES = {"chunks": 1024, "per-event": None, "huge-args": 64, "bytewise": 1}  # None: one SSE event a read
 SHAPE_TITLES = {
     "chunks": "chat.completion.chunk stream, 1 KiB reads",
+    "per-event": "chat.completion.chunk stream, one event per read",
     "huge-args": "one huge tool-argument event, 64-byte reads",
     "bytewise": "chat.completion.chunk stream, 1-byte reads",
 }
 # Sizes of the other shapes, as a fraction of the --sizes given for "chunks".
-SIZE_SCALE = {"chunks": 1.0, "huge-args": 1 / 4, "bytewise": 1 / 64}
+SIZE_SCALE = {"chunks": 1.0, "per-event": 1.0, "huge-args": 1 / 4, "bytewise": 1 / 64}
 
 MiB = 1 << 20
 DONE_FRAME = b"data: [DONE]\n\n"
@@ -67,7 +72,8 @@ TWICE_ESCAPED_BYTES = {word: len(json.dumps(ESCAPED[word], ensure_ascii=False).e
 class Stream(TypedDict):
     shape: str
     body: bytes  # the whole SSE body
-    read_size: int  # bytes per read (the last read may be shorter)
+    read_size: int | None  # bytes per read (the last read may be shorter); None: one frame per read
+    read_ends: list[int]  # byte offset just past each read
     frame_ends: list[int]  # byte offset just past each frame's blank line
     events_per_frame: list[int]  # how many LLMEvents assemble_stream yields for each frame
     text: str  # the reply's text, as it should come out
@@ -161,10 +167,12 @@ def _stream(shape: str, frames: list[bytes], events: list[int], text: str, tools
     for data in frames:
         offset += len(data)
         ends.append(offset)
+    n = READ_SIZES[shape]
     return {
         "shape": shape,
         "body": b"".join(frames),
-        "read_size": READ_SIZES[shape],
+        "read_size": n,
+        "read_ends": ends if n is None else [*range(n, offset, n), offset],
         "frame_ends": ends,
         "events_per_frame": events,
         "text": text,
@@ -178,9 +186,9 @@ def size_label(n: int) -> str:
 
 
 def reads(stream: Stream) -> list[bytes]:
-    """The body cut into ``read_size`` pieces, as a socket would hand them over."""
-    body, n = stream["body"], stream["read_size"]
-    return [body[i : i + n] for i in range(0, len(body), n)]
+    """The body cut at ``read_ends``, as a socket would hand it over."""
+    body, ends = stream["body"], stream["read_ends"]
+    return [body[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def payloads(stream: Stream) -> list[Any]:

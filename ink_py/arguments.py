@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import errno
 import re
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
+T = TypeVar("T")
 EXIT_USAGE = 1  # the same code as any other error: 2 means "answer truncated"
 
 # `ink-py <command> …` → (module under ink_py, what it does); anything else is a prompt.
@@ -56,33 +58,32 @@ def encodable_text(text: str) -> str:
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    value = number(text, int, "a port number")
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not between 0 and 65535")
     return value
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text, float, "a number")
     if not value >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
+
+
+def number(text: str, kind: Callable[[str], T], what: str) -> T:
+    """``kind(text)``, or the flag's one-line mistake: ``'x' is not a port number``."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
 
 
 def cannot_listen(host: str, port: int, err: OSError) -> str:

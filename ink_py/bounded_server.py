@@ -89,11 +89,16 @@ class BoundedServer(ThreadingHTTPServer):
             refuse_busy(request)
             self.shutdown_request(request)
             return
+        started = False
         try:
             with sigint_blocked():  # the handler's thread inherits the block: Ctrl-C goes to the main thread
                 super().process_request(request, client_address)  # starts the handler's thread
+                started = True
         except BaseException:
-            self._slots.release()
+            # A Ctrl-C held back by the block is raised as it ends, once the thread runs: the slot is
+            # the thread's (released twice, a ValueError would replace the Ctrl-C and be swallowed).
+            if not started:
+                self._slots.release()
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:

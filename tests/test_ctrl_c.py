@@ -210,3 +210,54 @@ def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly
     assert process.returncode == 130
     assert "(aborted during turn 1: that reply was not kept)" in rest
     assert "finish_reason" not in rest and "error" not in rest  # never mistaken for a broken stream
+
+
+# ── the servers: ink-py serve, ink-py demo --web ────────────────────────────────────────
+
+# The server's first request is handed over with its SIGINT block held open until a Ctrl-C is
+# pending and the handler's thread has answered and gone: the moment where, before the fix, the
+# Ctrl-C was raised on the main thread, the slot released twice, and the Ctrl-C lost (served on).
+HELD_OPEN = """
+import signal, socketserver, sys, threading, time
+start = socketserver.ThreadingMixIn.process_request
+def held_open(self, request, client_address):
+    before = set(threading.enumerate())
+    start(self, request, client_address)
+    handlers = [t for t in set(threading.enumerate()) - before if t.name != "ink-head-watchdog"]
+    deadline = time.monotonic() + 20
+    while signal.SIGINT not in signal.sigpending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for thread in handlers:
+        thread.join(20)
+    socketserver.ThreadingMixIn.process_request = start
+socketserver.ThreadingMixIn.process_request = held_open
+from ink_py.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "sigpending"), reason="needs POSIX signal masks")
+@pytest.mark.parametrize(("command", "path"), [(["demo", "--web"], "scenarios.json"), (["serve"], "")])
+def test_a_ctrl_c_while_a_server_starts_a_handler_thread_stops_it(
+    tmp_path: Path, command: list[str], path: str
+) -> None:
+    import urllib.request
+
+    argv = [sys.executable, "-c", HELD_OPEN, *command, "--port", "0"]
+    process = subprocess.Popen(
+        argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    watchdog = threading.Timer(60, process.kill)  # a bound on the blocking reads below
+    watchdog.start()
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        with urllib.request.urlopen(url + path, timeout=30) as response:
+            assert response.status == 200
+        process.send_signal(signal.SIGINT)  # the server's main thread still blocks SIGINT: it is pending
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        watchdog.cancel()
+        process.kill()
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr, stderr

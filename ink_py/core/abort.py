@@ -99,12 +99,14 @@ def sigint_blocked() -> Iterator[None]:
     Beyond Ink, which has one thread: a Ctrl-C delivered to a helper thread sets Python's
     flag but wakes nobody, and the main thread, blocked in a wait, would sleep on. Blocked
     in every helper, the signal always lands on the main thread, where the handler runs.
+    A Ctrl-C pressed meanwhile waits, and is raised as the block ends: after the work inside.
     """
     if not hasattr(signal, "pthread_sigmask"):  # Windows: no per-thread masks
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # the mask as it is, nothing changed
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a Ctrl-C raised here is restored from too
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)

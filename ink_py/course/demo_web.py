@@ -1,22 +1,10 @@
 """``ink-py demo --web``: the article's §3 step-through as a page, the way the article shows it.
 
-The same steps as the terminal demo (``record_steps`` in demo_steps.py: the real
-``assemble_stream`` fed one SSE frame per read, its locals read from the running
-generator, the lines that ran recorded as they ran), served to a browser on 127.0.0.1:
-
-    ink-py demo --web                       open the printed URL; Ctrl-C stops
-    ink-py demo --web --file DIR/001-response.sse --port 0
-
-- ``GET /`` is ``demo_page.html``: a scenario picker, 上一步/下一步 (and ← →), the
-  code of the functions that ran with those lines highlighted (the real source and its
-  real line numbers, from ``inspect``), and the article's panels: 本次收到, 接入层暂存,
-  交给 Agent 循环 (and 交给显示层). No external assets: it works offline.
-- ``GET /scenarios.json`` lists the choices; ``GET /steps.json?name=…`` one recording's steps.
-
-Every step is recorded once, at start-up, on the main thread (``web_pages`` in demo.py);
-this module only serves the result. The page puts it in the DOM as text (a recording's
-bytes are untrusted). Requests whose ``Host`` is not this server's loopback address are
-refused (DNS rebinding).
+The same steps as the terminal demo (``record_steps`` in demo_steps.py), recorded once at
+start-up on the main thread and served to a browser on 127.0.0.1: ``GET /`` is
+``demo_page.html`` (no external assets), ``GET /scenarios.json`` the choices, ``GET
+/steps.json?name=…`` one recording's steps. Sections: ``DemoServer``, the handler, ``serve``
+(until Ctrl-C). What the page shows and what it refuses: docs/modules.md.
 
     >>> server = DemoServer({"x": {"label": "x", "steps": []}}, {})
     >>> server.url.startswith("http://127.0.0.1:")

@@ -1,24 +1,15 @@
-"""The Anthropic Messages provider — the same LLMEvents from a second wire dialect.
+"""The Anthropic Messages provider — the same LLMEvents from a second wire dialect (article §2.3).
 
-Article §2.3: the access layer "把不同服务的响应转换成这些事件". This is the dialect of
-Anthropic's API and of the Anthropic-compatible endpoints of DeepSeek, Kimi and Qwen:
-named events (``event: content_block_delta``), content blocks linked by their ``index``,
-no ``[DONE]``: ``message_stop`` ends a reply. Sections: §2's core loop
-(``assemble_stream``, steps ①–④ as in openai_completions.py), the request body, the provider.
+Anthropic's API, and the Anthropic-compatible endpoints of DeepSeek, Kimi and Qwen. Sections:
+§2's core loop (``assemble_stream``, steps ①–④ as in openai_completions.py), the request body,
+the provider. What the dialect sends and how it differs is in docs/dialects.md.
 
-    >>> body = [b'event: message_start\\ndata: {"type":"message_start","message":{"usage":{"input_tokens":9}}}\\n\\n',
-    ...         b'event: content_block_start\\ndata: {"type":"content_block_start","index":0,'
+    >>> body = [b'event: content_block_start\\ndata: {"type":"content_block_start","index":0,'
     ...         b'"content_block":{"type":"tool_use","id":"t1","name":"read","input":{}}}\\n\\n',
-    ...         b'event: content_block_delta\\ndata: {"type":"content_block_delta","index":0,'
-    ...         b'"delta":{"type":"input_json_delta","partial_json":"{\\\\"path\\\\":\\\\"README.md\\\\"}"}}\\n\\n',
-    ...         b'event: content_block_stop\\ndata: {"type":"content_block_stop","index":0}\\n\\n',
     ...         b'event: message_delta\\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"}}\\n\\n',
     ...         b'event: message_stop\\ndata: {"type":"message_stop"}\\n\\n']
     >>> [event["type"] for event in assemble_stream(body)]
-    ['tool_call_start', 'tool_call_delta', 'message_end']
-
-Differences from the other dialects are tagged ``beyond §`` where they happen;
-docs/dialects.md compares the three side by side.
+    ['tool_call_start', 'message_end']
 """
 
 from __future__ import annotations

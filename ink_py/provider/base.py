@@ -42,12 +42,13 @@ EMPTY_REPLY_TEXT = "(empty)"  # Ink's placeholder when a reply has no blocks at 
 class HttpProvider:
     """The article's ``provider``: holds where to connect; ``stream(request)`` does the rest.
 
-    A dialect subclass sets ``name``, ``default_base_url``, ``path`` and the two functions of
-    its module: ``build_request_body`` (part 01) and ``assemble_stream`` (§2).
+    A dialect subclass sets ``name``, ``path`` and the two functions of its module:
+    ``build_request_body`` (part 01) and ``assemble_stream`` (§2). The address and the key's
+    header are OpenAI's unless it says otherwise (anthropic_messages.py does).
     """
 
     name: ClassVar[str]  # the --api name
-    default_base_url: ClassVar[str]
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"  # both OpenAI dialects'
     path: ClassVar[str]  # after the base URL: "/chat/completions", …
     key_header: ClassVar[str] = "Authorization"  # a Bearer token; Anthropic's bare x-api-key
     extra_headers: ClassVar[dict[str, str]] = {}

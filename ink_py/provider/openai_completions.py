@@ -1,25 +1,17 @@
 """The Chat Completions provider — mirrors Ink's ``src/provider/openai-completions.ts``.
 
-Sections: §2 ``assemble_stream``, the article's core loop (① text, ② tool-call fragments
-by index — §2.2, ③ the finish reason, ④ parse the arguments — §4.3, then §4.1's check);
-§4.4 ``map_finish_reason`` and the usage; ``check_chunk`` (beyond §2: an error or a field of
-the wrong type, named); part 01's request (``to_wire_messages``, ``build_request_body``); last
-``OpenAICompletionsProvider``, whose ``stream`` (provider/base.py) posts the request and hands
-the body to ``assemble_stream``. Differences from the TypeScript are tagged ``beyond §``;
-walkthrough.md explains them (``check_chunk``: docs/hardening.md). "读取 README" in two reads::
+Sections: §2 ``assemble_stream`` (the core loop, ①–④ and §4.1's check), §4.4
+``map_finish_reason`` and the usage, ``check_chunk`` (beyond §2), part 01's request body, the
+provider. Differences from the TypeScript are tagged ``beyond §``; walkthrough.md §2 and
+docs/modules.md explain them. "读取 README" in two reads, the arguments parsed at the end::
 
     >>> body = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t1",'
     ...         b'"function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n',
     ...         b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,'
     ...         b'"function":{"arguments":"DME.md\\\\"}"}}]},"finish_reason":"tool_calls"}]}\\n\\n']
-    >>> for event in assemble_stream(body):
-    ...     print(event)   # doctest: +NORMALIZE_WHITESPACE
-    {'type': 'tool_call_start', 'id': 't1', 'name': 'read'}
-    {'type': 'tool_call_delta', 'id': 't1', 'jsonDelta': '{"path":"REA'}
-    {'type': 'tool_call_delta', 'id': 't1', 'jsonDelta': 'DME.md"}'}
-    {'type': 'message_end', 'message': {'role': 'assistant',
-     'blocks': [{'type': 'toolCall', 'id': 't1', 'name': 'read', 'arguments': {'path': 'README.md'}}],
-     'usage': {'inputTokens': 0, 'outputTokens': 0, 'cacheReadTokens': 0}, 'stopReason': 'tool_use'}}
+    >>> *deltas, end = assemble_stream(body)
+    >>> [event.get("jsonDelta", event["type"]) for event in deltas], end["message"]["blocks"][0]["arguments"]
+    (['tool_call_start', '{"path":"REA', 'DME.md"}'], {'path': 'README.md'})
 """
 
 from __future__ import annotations
@@ -45,7 +37,6 @@ from .errors import server_message
 from .shared import DONE, SseEvent, abort_safe, guarded, parse_sse, quote
 from .types import LLMEvent, LLMRequest, ProviderError
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 EMPTY_AUTO_NOTE = (  # what llama-cpp-python's chatml-function-calling format does with a streamed "auto"
     '; some servers answer a streamed tool_choice "auto" this way — force a tool or none (--tool-choice)'
 )
@@ -410,7 +401,6 @@ class OpenAICompletionsProvider(HttpProvider):
     """Chat Completions: ``POST {base_url}/chat/completions``, the key as a Bearer token."""
 
     name = "openai-completions"
-    default_base_url = DEFAULT_BASE_URL
     path = "/chat/completions"
     build_request_body = staticmethod(build_request_body)
     assemble_stream = staticmethod(assemble_stream)

@@ -1,22 +1,14 @@
-"""The OpenAI Responses provider — the same LLMEvents from a third wire dialect.
+"""The OpenAI Responses provider — the same LLMEvents from a third wire dialect (article §2.3).
 
-Article §2.3: the access layer "把不同服务的响应转换成这些事件". This is the dialect of
-OpenAI's ``/v1/responses`` (also vLLM's and Ollama's): named events (``event:
-response.output_text.delta``) with a ``sequence_number``, output items linked by
-``output_index`` / ``item_id``, a tool call named by its ``call_id``, no ``[DONE]``:
-``response.completed`` (or ``.incomplete``) ends a reply. Sections: §2's core
-loop (``assemble_stream``, steps ①–④ as in openai_completions.py), the request body, the provider.
+OpenAI's ``/v1/responses``, also vLLM's and Ollama's. Sections: §2's core loop
+(``assemble_stream``, steps ①–④ as in openai_completions.py), the request body, the provider.
+What the dialect sends and how it differs is in docs/dialects.md.
 
     >>> body = [b'event: response.output_item.added\\ndata: {"output_index":0,'
     ...         b'"item":{"type":"function_call","id":"fc_1","call_id":"t1","name":"read","arguments":""}}\\n\\n',
-    ...         b'event: response.function_call_arguments.delta\\ndata: {'
-    ...         b'"item_id":"fc_1","output_index":0,"delta":"{\\\\"path\\\\":\\\\"README.md\\\\"}"}\\n\\n',
     ...         b'event: response.completed\\ndata: {"response":{"status":"completed"}}\\n\\n']
     >>> [event["type"] for event in assemble_stream(body)]
-    ['tool_call_start', 'tool_call_delta', 'message_end']
-
-Differences from the other dialects are tagged ``beyond §`` where they happen;
-docs/dialects.md compares the three side by side.
+    ['tool_call_start', 'message_end']
 """
 
 from __future__ import annotations
@@ -31,8 +23,6 @@ from .base import HttpProvider, check_fields, finish_tool_arguments, finished_me
 from .errors import server_message
 from .shared import SseEvent, abort_safe, guarded, parse_sse
 from .types import LLMEvent, LLMRequest, ProviderError
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 TEXT_EVENTS = {"response.output_text.delta"}
 THINKING_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}  # summary; raw (vLLM)
@@ -298,7 +288,6 @@ class OpenAIResponsesProvider(HttpProvider):
     """Responses: ``POST {base_url}/responses``, the key as a Bearer token."""
 
     name = "openai-responses"
-    default_base_url = DEFAULT_BASE_URL
     path = "/responses"
     build_request_body = staticmethod(build_request_body)
     assemble_stream = staticmethod(assemble_stream)

@@ -1,11 +1,11 @@
 """Reading a streamed reply: bytes → SSE events — mirrors Ink's ``src/provider/shared.ts``.
 
 Sections: the article's four — §2.1 ``parse_sse`` (bytes → frames) and ``parse_frame`` (a
-frame → ``{"event", "data"}``), §4.2 ``abort_safe``, §4.3 ``safe_parse_json`` — then the
-guards composed around them (beyond §2.1): ``guarded`` (line ends, a BOM, the cap on one
-event, a body that ends inside one) and ``sniffed`` (a 200 body that is not SSE); a key the
-server echoes is redacted before (redaction.py · ``redact_reads``). Each guard is its own stage, tagged
-``beyond §``; walkthrough.md §2.1, docs/real-servers.md, docs/hardening.md explain them. §2.1's event in two reads::
+frame → ``{"event", "data"}``), §4.2 ``abort_safe``, §4.3 ``safe_parse_json`` — then the guards
+around them, each its own stage (beyond §2.1): ``guarded`` (line ends, a BOM, MAX_EVENT_BYTES
+on one event and MAX_BODY_BYTES on the whole body, a body that ends inside an event) and
+``sniffed`` (a 200 body that is not SSE); a key the server echoes is redacted before
+(redaction.py). walkthrough.md §2.1 and docs/hardening.md explain them. §2.1's event in two reads::
 
     >>> reads = [b'data: {"choices":[{"delta":{"tool_calls":[{"index":0,',
     ...          b'"id":"t1","function":{"name":"read","arguments":"{\\\\"path\\\\":\\\\"REA"}}]}}]}\\n\\n']

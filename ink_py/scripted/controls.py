@@ -1,18 +1,10 @@
 """What a request asks of the scripted model beside its messages: ``tool_choice`` and ``max_tokens``.
 
-A real server honours both, so the built-in model does too, and every documented effect of
+A real server honours both, so the built-in model does too: every documented effect of
 ``--tool-choice`` and ``--max-tokens`` can be tried without a key. ``script.plan_answer``
 decides what to say; ``request_problem`` refuses, with a 400, what a real server refuses;
-``obey`` then bends the answer to the request (in Chat Completions' words: ``dialects``
-translates the other two dialects' fields first):
-
-- ``"none"``: no tool call, only a text that says why nothing was read;
-- ``"required"`` or a tool's name: a tool call on this turn, even where the script would answer;
-- ``max_tokens`` (or ``max_completion_tokens``): the answer cut at the limit, counted as the
-  usage estimate counts (about four characters a token), text first, then the call; the
-  reply then ends as a real one does there (``length``, ``max_tokens``, ``incomplete``).
-
-The article's scenarios replay recorded bodies and stay as recorded::
+``obey`` then bends the answer to the request, in Chat Completions' words (``dialects``
+translates the other two first). What each value does: docs/modules.md.
 
     >>> from ink_py.scripted.script import plan_answer
     >>> answer = plan_answer({"messages": [{"role": "user", "content": "读取 setup.cfg"}]})

@@ -1,26 +1,15 @@
 """The built-in scripted model's script: what it answers, decided from the request alone — no wire format here.
 
-``ink-py`` with no ``--base-url`` starts ``server``, which asks ``plan_answer`` what to say:
-the model asks to ``read`` the file named in the prompt (default README.md), then summarises
-what the tool returned. The server keeps no conversation state, so each answer is read off the
-request's Chat Completions ``messages`` (``dialects`` translates the other two dialects first).
-The answer is an ``Answer`` — text, a ``PlannedCall`` or a fixture to replay — that ``chat_wire``
-and ``dialects`` write as bytes. Sections: what to answer (turn 1, a retry, a follow-up);
-turn 2, summarising what the tools returned; the stateless ids. Worked example::
+The model asks to ``read`` the file named in the prompt (default README.md), then summarises
+what the tool returned. The server keeps no conversation state: each answer is read off the
+request's Chat Completions ``messages`` (``dialects`` translates the other two first). An
+``Answer`` — text, a ``PlannedCall`` or a fixture to replay — is written as bytes by
+``chat_wire`` and ``dialects``. Sections: what to answer (turn 1, a retry, a follow-up);
+turn 2, summarising what the tools returned; the stateless ids.
 
-    >>> body = {"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]}
-    >>> answer = plan_answer(body)
+    >>> answer = plan_answer({"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]})
     >>> answer["text"], answer["tool_call"]["name"], answer["tool_call"]["arguments"]
     ('我先读一下 setup.cfg。', 'read', '{"path":"setup.cfg"}')
-    >>> print(summarise_file("README.md", "# ink_py\\n\\n```sh\\n$ pip install -e .\\nink-py\\n```\\n"))
-    README.md 的标题是「ink_py」。它给出的命令:
-    <BLANKLINE>
-    ```sh
-    pip install -e .
-    ink-py
-    ```
-    <BLANKLINE>
-    以上命令按它们在文件里出现的顺序列出。
 """
 
 from __future__ import annotations
@@ -297,7 +286,18 @@ def summarise_results(messages: list[dict[str, Any]], results: list[dict[str, An
 
 
 def summarise_file(path: str, content: str) -> str:
-    """The turn-2 answer for one tool result: the error, or the file's title and commands."""
+    """The turn-2 answer for one tool result: the error, or the file's title and commands.
+
+    >>> print(summarise_file("README.md", "# ink_py\\n\\n```sh\\n$ pip install -e .\\nink-py\\n```\\n"))
+    README.md 的标题是「ink_py」。它给出的命令:
+    <BLANKLINE>
+    ```sh
+    pip install -e .
+    ink-py
+    ```
+    <BLANKLINE>
+    以上命令按它们在文件里出现的顺序列出。
+    """
     if content.startswith("Error"):
         first_line = content.splitlines()[0].strip()
         return f"读取 {path} 失败,工具返回:「{first_line}」。"

@@ -1,30 +1,14 @@
 """The scripted model over HTTP: Chat Completions, Responses and Messages on 127.0.0.1.
 
-With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to
-it through the same provider code a real endpoint gets — real sockets, chunked SSE, CRLF
-frames, reads that end in the middle of a character — so the demo needs no network and
-no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai`` and
-``anthropic`` packages, or any compatible client::
-
-    $ ink-py serve-model --port 8765
-    http://127.0.0.1:8765/v1
-    $ curl -N http://127.0.0.1:8765/v1/chat/completions -d '{"stream": true, "messages": [...]}'
-
-Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/messages``
-(Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), ``GET /v1/models``.
-What to answer is decided in ``script``, how it is written and cut in ``chat_wire``,
-``dialects`` and ``wire`` (pure logic); this module only reads requests and writes the
-replies' pieces with ``delay`` seconds between them (``pace``: one rule wherever it answers).
-It keeps the last ``REQUESTS_KEPT`` request bodies (``ModelServer.requests``), never more.
-Worked example — nothing here opens a socket until you ask::
+With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to it
+through the same provider code a real endpoint gets (real sockets, chunked SSE, CRLF frames,
+reads that cut a character), so the demo needs no network and no key; ``ink-py serve-model``
+runs it alone. Sections: ``ModelServer`` and ``start_model_server``, the handler (its routes),
+``pace``, the command. What to answer is decided in ``script``, how it is written in
+``chat_wire``, ``dialects`` and ``wire``; the routes and an example: docs/modules.md.
 
     >>> vars(parse_args(["--scenario", "slow"]))   # the command's settings (delay None: INK_SCRIPTED_DELAY's)
     {'host': '127.0.0.1', 'port': 0, 'scenario': 'slow', 'delay': None}
-
-and, in a program (or a test)::
-
-    with start_model_server(delay=0) as server:
-        OpenAICompletionsProvider(server.base_url).stream(request)   # real HTTP, on 127.0.0.1
 """
 
 from __future__ import annotations

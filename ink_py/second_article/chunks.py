@@ -1,79 +1,18 @@
 """Assembling a reply by ``concat`` — the second article's §四 (LangChain's ``AIMessageChunk.concat``).
 
-The first article assembles a reply event by event (``openai_completions.assemble_stream``):
-one loop keeps the blocks, the text and each tool's argument fragments in locals, and
-yields display events as it goes. The second article ("流式背后的状态机", §三–§四) lets
-a library do it: every event becomes a *message chunk*, and the loop only folds them
-(Ink, the TypeScript agent, has no counterpart: it assembles as ``assemble_stream`` does) —
+The first article assembles event by event (``openai_completions.assemble_stream``); the second
+turns every event into a *message chunk* (a dict shaped like LangChain's ``AIMessageChunk``) and
+folds them — ``full = chunk if full is None else concat(full, chunk)`` — then reads
+``tool_calls(full)``. Ink has no counterpart. Sections: ``Pieces`` (a string that grows without
+being copied: the fold stays linear), the message chunk, §四.2 ``concat``, §四.3 from chunks to
+calls, the article's loop. How concat merges field by field, what the fold costs and what differs
+from LangChain: docs/modules.md. The article's own three chunks (§四.1)::
 
-    full = None
-    for chunk in stream:
-        full = chunk if full is None else concat(full, chunk)   # fullAIMessage.concat(chunk)
-    calls = tool_calls(full)                                     # fullAIMessage.tool_calls
-
-A message chunk is a plain dict shaped like LangChain's ``AIMessageChunk``::
-
-    {"content": Pieces(["我先", "读一下"]),              the text (see Pieces below)
-     "tool_call_chunks": [{"index": 0, "id": "call_1", "name": "query",
-                           "args": Pieces(['{"user', 'Id": "001"}'])}],
-     "usage": {"inputTokens": 44, "outputTokens": 42, "cacheReadTokens": 0} or None,
-     # three small extras, so that to_assistant_message can rebuild assemble_stream's message:
-     "reasoning": Pieces([]),         DeepSeek's reasoning_content (LangChain: additional_kwargs)
-     "finish_reason": "tool_calls",   the last finish_reason the server sent (LangChain: response_metadata)
-     "order": ["text", "tool"]}       which blocks opened, in arrival order; each "tool" stands
-                                      for the next entry of tool_call_chunks
-
-Worked example — the article's own three chunks (§四.1), written in its shape::
-
-    >>> chunks = [
-    ...     {"content": "", "tool_call_chunks": [{"index": 0, "name": "query", "id": "call_1"}]},
-    ...     {"content": "", "tool_call_chunks": [{"index": 0, "args": '{"user'}]},
-    ...     {"content": "", "tool_call_chunks": [{"index": 0, "args": 'Id": "001"}'}]},
-    ... ]
-    >>> full = None
-    >>> for chunk in chunks:
-    ...     full = chunk if full is None else concat(full, chunk)
-    >>> full["tool_call_chunks"]
-    [{'index': 0, 'id': 'call_1', 'name': 'query', 'args': Pieces(['{"user', 'Id": "001"}'])}]
-    >>> tool_calls(full)
+    >>> chunks = [{"content": "", "tool_call_chunks": [{"index": 0, "name": "query", "id": "call_1"}]},
+    ...           {"content": "", "tool_call_chunks": [{"index": 0, "args": '{"user'}]},
+    ...           {"content": "", "tool_call_chunks": [{"index": 0, "args": 'Id": "001"}'}]}]
+    >>> tool_calls(concat(concat(chunks[0], chunks[1]), chunks[2]))
     [{'id': 'call_1', 'name': 'query', 'args': {'userId': '001'}}]
-
-How ``concat(a, b)`` merges, field by field (§四.2) — the same rules as ``assemble_stream``'s ②:
-
-- content: joined. reasoning: joined. usage: reports repeat (Groq, OpenRouter), so the
-  larger of each count is kept, never the sum (``merge_usage``). finish_reason: the last one.
-- tool_call_chunks: a piece joins the latest call at its index; its ``args`` are joined; its
-  ``id`` and ``name`` are taken once, never concatenated (Fireworks and NVIDIA NIM repeat
-  them on every chunk; DashScope sends ``"id": ""`` on continuations — that is no id).
-  A *different* id at an occupied index opens a new call (Ollama sends parallel calls all
-  at index 0); a piece without an index gets its position in the chunk (Gemini); a call
-  that opened without an id gets one made up (``call_0``) and keeps every later piece at
-  its index.
-- ``tool_calls(full)`` parses each call's joined ``args`` once, at the end (blank → {}).
-  Arguments that are not a JSON object are listed by ``invalid_tool_calls(full)`` with the
-  parser's error — never dropped, never repaired.
-
-What it costs. The article presents concat as magic that removes all risk; it is a left
-fold, and a fold that builds each ``full`` by copying what it has so far copies
-1 + 2 + … + N pieces for N chunks: quadratic. So is the naive dict version
-``{"content": a["content"] + b["content"], …}``, and so is LangChain's, whose ``+`` also
-re-parses every call's partial JSON on every chunk. ink_py's fold is linear because the
-strings are ``Pieces``: ``a + b`` appends b's pieces to a list it may share with ``a`` (``a``
-remembers how many of them are its own, so it still reads the same text), and ``str()``
-joins once, when you read. ``concat`` itself only copies the short lists of calls and
-block kinds (one entry per call, not per fragment): a fold over N chunks costs
-O(N × calls), never O(N²). Reading ``str(full["content"])`` after every chunk would be
-quadratic again — the article's §五 loop reads the new chunk, not ``full``.
-``benchmarks/concat_growth.py`` measures it: copying strings is memcpy-fast, so the naive
-fold only falls behind ink_py's past some 20 000 chunks; LangChain's re-parse is what
-hurts — one tool argument of a few kilobytes in a few thousand fragments costs seconds.
-
-What differs from LangChain (checked against langchain-core 1.x): its ``merge_dicts``
-concatenates a repeated ``name`` ("readreadread" on Fireworks); it sums ``usage_metadata``
-(Groq's repeated report counts twice); its ``parse_partial_json`` repairs unfinished JSON
-(``{"path":"README.md"`` becomes a valid call); it merges a piece into the *first* call with
-a matching index. Here, as in ``assemble_stream``: taken once, the larger kept, reported as
-invalid, the latest call.
 """
 
 from __future__ import annotations

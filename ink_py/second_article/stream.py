@@ -1,43 +1,16 @@
 """One run's event stream — the second article's §二 (the ``@Sse`` Observable) and §五, as a WSGI body.
 
-The article's controller turns LangChain's AsyncIterable into an Observable, each chunk
-mapped to a ``MessageEvent``; NestJS unsubscribes when the browser leaves, and that stops
-the generation::
-
-    return from(stream).pipe(map((chunk) => ({ data: chunk })));
-
-Here the body of ``/chat/stream`` is ``SseBody``: iterating it is subscribing, each agent
-event mapped to an SSE string (``sse_fields``, ``sse_event``); its ``close()`` — which
-every WSGI server calls when the response ends or the browser goes — is the unsubscribe:
-it aborts the run's AbortController, the provider shuts the model connection, the loop
-stops, no further model request is made. ``Run`` is the ``from(...)``: the agent loop on a
-thread of its own, its events through a bounded queue (a browser that stops reading
-stalls the run: backpressure), a ``: keep-alive`` comment every ``keep_alive_seconds`` of
-silence so that a vanished browser is noticed by a failed write under any server.
-
-The events, JSON on one ``data:`` line, a blank line after each::
-
-    event: text            {"text": "我先读一下"}
-    event: thinking        {"text": "…"}                  reasoning text (DeepSeek & co.)
-    event: tool_preparing  {"id": "call_1", "name": "read"}
-    event: tool_start      {"id": "call_1", "name": "read", "args": {"path": "README.md"}}
-    event: tool_end        {"id": "call_1", "name": "read", "ok": true, "size": 1934}
-                           {"id": …, "name": …, "ok": false, "size": 41, "error": "Error: file not found: x.md"}
-    event: done            {"stopReason": "completed", "turns": 2, "usage": {…}, "truncated": false, "maxTurns": 40,
-                            "messages": 4, "abortReason": null}     messages: the conversation's length so far
-    event: error           {"message": "could not reach the model server at …"}   (then the stream ends)
-
-``tool_preparing`` is sent once per call; the raw argument fragments are not sent at all —
-§五's "静默积累" (the same policy as ``ink-py --display filtered``). §六 travels through
-unchanged: a tool error goes back to the model as a tool result, and a model that keeps
-calling tools is stopped by ``--max-turns`` (``done`` says ``"stopReason": "max_iterations"``).
+The article's controller maps LangChain's stream to an Observable of ``MessageEvent``s, and
+NestJS unsubscribes when the browser leaves. Here ``SseBody`` is the body of ``/chat/stream``:
+iterating it subscribes, each agent event mapped to an SSE string (``sse_fields``, ``sse_event``);
+its ``close()`` unsubscribes — it aborts the run. ``Run`` is the ``from(...)``: the agent loop on a
+thread of its own, its events through a bounded queue, a ``: keep-alive`` in each silence.
+Sections: the wire format, the body, one run. The events and §五's quiet fragments: docs/modules.md.
 
     >>> print(sse_event("text", {"text": "你好"}), end="")
     event: text
     data: {"text": "你好"}
     <BLANKLINE>
-    >>> sse_fields({"type": "tool_call_delta", "id": "call_1", "jsonDelta": '{"pa'}) is None   # §五: kept quiet
-    True
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """The ``read`` tool: a text file's lines, one page at a time — mirrors Ink's ``src/core/tools/read.ts``.
 
-As in Ink (which follows the pi coding agent), the model names a file and may add ``offset``
-(the 1-based first line) and ``limit`` (how many lines). It gets the raw lines back, no line
-numbers, at most MAX_LINES lines or MAX_BYTES bytes, and a note saying where to go on::
+As in Ink, the model names a file and may add ``offset`` (the 1-based first line) and ``limit``;
+it gets the raw lines, at most MAX_LINES or MAX_BYTES, and a note saying where to go on.
+Sections: ``create_read_tool``, then opening inside the workspace and reading one page. Beyond
+Ink: confined to the workspace root; what the TypeScript leaves open is in docs/modules.md.
 
     >>> import pathlib, tempfile
     >>> with tempfile.TemporaryDirectory() as root:
     ...     _ = pathlib.Path(root, "notes.txt").write_text("one\\ntwo\\nthree\\n")
-    ...     read = create_read_tool(root)["execute"]
-    ...     print(read({"path": "notes.txt", "limit": 2}, None)["output"])
-    ...     print(read({"path": "../notes.txt"}, None)["isError"])
-    one
-    two
-    <BLANKLINE>
-    [1 more lines in file. Use offset=3 to continue.]
-    True
-
-Beyond Ink (which reads any path it is given): the tool is confined to its workspace root; ``..``,
-absolute paths and symlinks that lead outside it are refused, and the refusal shows no content.
-
-Details the TypeScript does not spell out, decided here: CRLF endings are shown as LF; a final
-"\\n" ends the last line rather than starting an empty one; a NUL byte in the first 8 KB means
-"binary, refused"; an empty file reads as ``[File is empty.]``; a line over MAX_BYTES on its own
-gets a note instead of a cut-off piece.
+    ...     create_read_tool(root)["execute"]({"path": "notes.txt", "limit": 2}, None)["output"]
+    'one\\ntwo\\n\\n[1 more lines in file. Use offset=3 to continue.]'
 """
 
 from __future__ import annotations
