@@ -31,15 +31,15 @@ from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article import relay as relay_module
-from ink_py.second_article.relay import RelayServer, make_relay_server
 from ink_py.second_article.follow import follow
 from ink_py.second_article.producer import NO_READER, Producers
+from ink_py.second_article.relay import RelayServer, make_relay_server
 from ink_py.second_article.runs import MemoryRuns
 from ink_py.second_article.stream import RETRY, SseBody
 from ink_py.second_article.wsgi_server import peer_closed
 
 from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import ROOT, sse, text_reply, tool_reply
+from .helpers import ROOT, cli_env, sse, text_reply, tool_reply
 from .raw_servers import RawServer
 
 README = "# demo\n\nA tiny project.\n\n```sh\npip install -e .\ndemo --help\n```\n"
@@ -359,6 +359,15 @@ def test_bad_flags_are_one_error_line(argv, message, capsys, monkeypatch) -> Non
     code, err = run_main(argv, capsys)
     assert code == 1
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_without_redis_py_a_redis_url_is_one_error_line_naming_the_install(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['redis'] = None  # as if not installed\n"
+    code += "from ink_py.second_article.relay import create_app; create_app()"
+    env = cli_env(INK_REDIS_URL="redis://127.0.0.1:9/0", INK_WORKSPACE=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 4  # create_app's exit code for a setting it cannot use: gunicorn halts
+    assert done.stderr == "error: a Redis URL needs redis-py: pip install -e '.[redis]'\n"
 
 
 def test_a_port_in_use_is_one_error_line(capsys, monkeypatch) -> None:
