@@ -395,34 +395,42 @@ def test_a_resume_storm_while_redis_is_slow_loses_nothing_and_each_fails_once_wh
 
     redis_server.client().flushdb()
     slow = SlowProxy(redis_server.port, 0.01)  # every reply 10 ms late
-    client = connect_redis(f"redis://127.0.0.1:{slow.port}/0")
+    relays = []
     with start_model_server(port=0, delay=0) as model:
-        relay = make_relay_server(
-            provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
-            model="m",
-            workspace=workspace,
-            store=RedisConversations(client),
-            run_log=RedisRuns(client, 600, 10.0),
-        ).start()
+        for url in (redis_server.url, f"redis://127.0.0.1:{slow.port}/0"):  # the second host reaches Redis slowly
+            client = connect_redis(url)
+            relays.append(
+                make_relay_server(
+                    provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
+                    model="m",
+                    workspace=workspace,
+                    store=RedisConversations(client),
+                    run_log=RedisRuns(client, 600, 10.0),
+                ).start()
+            )
+        first, far = relays
         try:
             session, run = new_id(), new_id()
-            events = read_events(stream(relay, query=README_QUESTION, session=session, run=run))
+            events = read_events(stream(first, query=README_QUESTION, session=session, run=run))
             points = [random.Random(n).randrange(0, len(events) - 1) for n in range(60)]
 
             def resume(point: int) -> list[dict[str, Any]]:
-                return read_events(stream(relay, session=session, run=run, after=point))
+                return read_events(stream(far, session=session, run=run, after=point))
 
+            connections = redis_server.client().info("clients")["connected_clients"]
             began = time.monotonic()
-            with ThreadPoolExecutor(60) as pool:  # all at once
+            with ThreadPoolExecutor(60) as pool:  # all at once, on the host whose Redis is slow
                 results = list(pool.map(resume, points))
             assert time.monotonic() - began < 120  # bounded: never a hang
             for point, got in zip(points, results, strict=True):
                 assert got == events[point:]  # nothing lost, nothing twice
+            opened = redis_server.client().info("clients")["connected_clients"] - connections
+            assert opened <= 60 + 5  # bounded: at most one per resume at once (kept in the pool for the next)
 
             slow.delay = 5.0  # now slower than the relay waits for Redis (3 s)
 
             def resume_status(point: int) -> tuple[int, list[Any]]:
-                response = stream(relay, session=session, run=run, after=point)
+                response = stream(far, session=session, run=run, after=point)
                 body = read_events(response) if response.status_code == 200 else [response.json()]
                 return response.status_code, body
 
@@ -430,7 +438,8 @@ def test_a_resume_storm_while_redis_is_slow_loses_nothing_and_each_fails_once_wh
                 answers = list(pool.map(resume_status, points[:20]))
         finally:
             slow.delay = 0
-            relay.close()
+            for relay in relays:
+                relay.close()
             slow.close()
     for status, body in answers:
         assert (status, len(body)) == (503, 1), (status, body)  # one clear error each

@@ -29,6 +29,7 @@ from typing import Any
 from .runs import GONE, TERMINAL, RunKey, RunLog, StoreError
 
 WATCH_SECONDS = 0.25  # the longest one read waits: then the reader looks at the browser and the producer
+SEEN_SECONDS = 1.0  # how often a reader tells the log it is here (at most)
 Item = tuple[int | None, str, dict[str, Any]] | None  # an event (its id, None for the reader's own), or a keep-alive
 DEAD_PRODUCER = (
     "the worker answering this question stopped (killed, or cut off from the store): the answer is cut short"
@@ -44,12 +45,13 @@ def follow(
     disconnected: Callable[[], bool] = lambda: False,
 ) -> Iterator[Item]:
     """The events of run ``key`` with ids above ``after``, as they come, then the end."""
-    wait = min(WATCH_SECONDS, keep_alive, log.grace / 3)  # grace / 3: the reader is seen well within it
+    wait = min(WATCH_SECONDS, keep_alive, log.grace / 3)
+    seen_every = min(SEEN_SECONDS, log.grace / 3)  # the reader is seen well within the grace
     quiet_since = seen_at = time.monotonic()
     while True:
         try:
             batch = log.read(key, after, wait)
-            if time.monotonic() - seen_at >= wait:
+            if time.monotonic() - seen_at >= seen_every:
                 log.seen(key)
                 seen_at = time.monotonic()
             if not batch.events and batch.stale:
@@ -69,6 +71,8 @@ def follow(
         if batch.events:
             quiet_since = time.monotonic()
             continue
+        if batch.state == "ended" and after < batch.last:
+            continue  # it ended between the read and the look at its state: read the end
         if batch.state != "running":  # expired meanwhile ("ended": it had the end already)
             if batch.state == "unknown":
                 yield None, "error", {"message": GONE}

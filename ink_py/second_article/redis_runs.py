@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from .redis_writer import Queued, Writer
 from .runs import BATCH, LEASE_SECONDS, MAX_RUN_EVENTS, Batch, Beat, Fenced, LoggedEvent, RunKey, StoreError
 from .stores import redis_errors, store_trouble
 
@@ -139,20 +140,23 @@ class RedisRuns:
         self._claim, self._append, self._beat, self._status, self._stop, self._take_over, self._forget = map(
             client.register_script, scripts
         )
+        self.writer = Writer(self._write)
 
     def claim(self, key: RunKey) -> int | None:
         with translated():
-            return 1 if self._claim(keys=run_keys(key), args=[self.ttl, self._grace_ms()]) else None
+            claimed = self._claim(keys=run_keys(key), args=[self.ttl, self._grace_ms()])
+        if not claimed:
+            return None
+        self.writer.start_run(key)
+        return 1
 
-    def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int:
-        with translated():
-            args = [token, name, stored(data), int(last), MAX_RUN_EVENTS, self.ttl]
-            written = int(self._append(keys=run_keys(key)[:2], args=args))
-        if written < 0:
-            raise Fenced(f"run {key[1]} is no longer this producer's")
-        return written
+    def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> None:
+        self.writer.put(key, token, name, data, last)  # queued; the last one waits for Redis
 
     def read(self, key: RunKey, after: int, wait: float) -> Batch:
+        here = self.writer.local.read(key, after, wait)  # a run produced here: what Redis accepted, in memory
+        if here.state != "unknown":
+            return Batch(here.events, here.state, here.last)  # its producer is this process: never stale
         log = run_keys(key)[1]
         with translated():
             block = max(1, int(wait * 1000)) if wait > 0 else None  # block=0 would wait for ever
@@ -164,6 +168,9 @@ class RedisRuns:
         return self.status(key)
 
     def status(self, key: RunKey) -> Batch:
+        here = self.writer.local.status(key)
+        if here.state != "unknown":
+            return Batch([], here.state, here.last)
         with translated():
             state, last, stale = self._status(keys=run_keys(key)[:1], args=[int(LEASE_SECONDS * 1000)])
             found = {b"running": "running", b"ended": "ended"}.get(state, "unknown")
@@ -181,6 +188,7 @@ class RedisRuns:
             for mine, stop, reader in pipe.execute():
                 reason = stop.decode("utf-8", "replace")[:200] if isinstance(stop, bytes) and stop else None
                 beats.append(Beat(fenced=not mine, stop=reason, readers_gone=not reader))
+        self.writer.local.beat([(key, 1) for key, _ in owned])  # the copies live while their producer does
         return beats
 
     def stop(self, key: RunKey, reason: str) -> str:
@@ -194,14 +202,34 @@ class RedisRuns:
             self._take_over(keys=run_keys(key)[:2], args=args)
 
     def forget(self, key: RunKey, token: int) -> None:
+        self.writer.local.forget(key, 1)
         with translated():
             self._forget(keys=run_keys(key), args=[token])
 
     def close(self) -> None:
+        self.writer.close()
         self.client.close()
+
+    def _write(self, batch: list[Queued]) -> list[Any]:
+        """The writer's one round trip: each queued event's APPEND; per event its id, Fenced or StoreError."""
+        with translated(), self.client.pipeline(transaction=False) as pipe:
+            for item in batch:
+                args = [item.token, item.name, stored(item.data), int(item.last), MAX_RUN_EVENTS, self.ttl]
+                self._append(keys=run_keys(item.key)[:2], args=args, client=pipe)
+            replies = pipe.execute(raise_on_error=False)
+        return [settled(reply) for reply in replies]
 
     def _grace_ms(self) -> int:
         return max(1, int(self.grace * 1000))
+
+
+def settled(reply: Any) -> int | Exception:
+    """One APPEND's reply in a pipeline: the event's id, or why it was not written."""
+    if isinstance(reply, Exception):
+        return StoreError(store_trouble(reply))
+    if not isinstance(reply, int):
+        return StoreError(f"an unexpected reply from Redis ({reply!r:.60})")
+    return reply if reply > 0 else Fenced("the run is no longer this producer's")
 
 
 @contextmanager

@@ -73,8 +73,9 @@ class RunLog(Protocol):
         """Start run ``key``: its producer's fencing token, or None if it exists (join it instead)."""
         ...
 
-    def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int:
-        """Write one event (``last``: the terminal one); its id. Fenced if the token lost the run."""
+    def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int | None:
+        """Write one event (``last``: the terminal one); its id, if known at once (Redis: queued, in order).
+        Fenced if the token lost the run, StoreError if the store failed (for an earlier event, perhaps)."""
         ...
 
     def read(self, key: RunKey, after: int, wait: float) -> Batch:

@@ -29,6 +29,7 @@ from .sessions import SessionStore, open_store
 
 REDIS_TIMEOUT_SECONDS = 3.0  # any one Redis command (a reader's blocking read waits far less)
 REDIS_CONNECT_SECONDS = 2.0
+REDIS_CONNECTIONS = 1000  # per process: each reader waiting for events holds one (XREAD BLOCK, at most 0.25 s)
 INSTALL_REDIS = "pip install -e '.[redis]'"
 
 
@@ -75,12 +76,15 @@ def connect_redis(url: str) -> Any:
         raise UsageError(f"a Redis URL needs redis-py: {INSTALL_REDIS}") from None
     shown = redacted(url)
     try:
-        client = redis.Redis.from_url(
+        pool = redis.BlockingConnectionPool.from_url(  # beyond a bound, a caller waits for a free connection
             url,
+            max_connections=REDIS_CONNECTIONS,
+            timeout=REDIS_TIMEOUT_SECONDS,
             socket_timeout=REDIS_TIMEOUT_SECONDS,
             socket_connect_timeout=REDIS_CONNECT_SECONDS,
             retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.01), 1),  # one retry, then the error
         )
+        client = redis.Redis(connection_pool=pool)
         client.ping()
     except ValueError as err:  # not a redis://, rediss:// or unix:// URL
         raise UsageError(f"Redis URL {shown}: {scrubbed(err, url)} (give redis://HOST:PORT/DB)") from None
