@@ -405,7 +405,7 @@ def redis_cost(client: Any, streams: int, used_before: int) -> dict[str, Any]:
     calls = {name.removeprefix("cmdstat_"): value["calls"] for name, value in stats.items()}
     used = int(client.info("memory")["used_memory"])
     sample: dict[str, int] = {}
-    for kind in ("log", "run"):
+    for kind in ("log", "run", "conv"):
         key = next(iter(client.scan_iter(match=f"ink:{kind}:*", count=1000)), None)
         sample[kind] = int(client.memory_usage(key) or 0) if key is not None else 0
     return {
@@ -414,6 +414,7 @@ def redis_cost(client: Any, streams: int, used_before: int) -> dict[str, Any]:
         "memory_per_stream_bytes": (used - used_before) // max(streams, 1),
         "memory_usage_log_bytes": sample["log"],
         "memory_usage_run_bytes": sample["run"],
+        "memory_usage_conv_bytes": sample["conv"],
         "keys": int(client.dbsize()),
     }
 
@@ -554,7 +555,11 @@ def write(out: Path, results: dict[str, Any]) -> None:
             f"- commands per stream: {commands}",
             f"- memory per stream kept for INK_RUN_TTL: {cost['memory_per_stream_bytes']} bytes (INFO used_memory);"
             f" MEMORY USAGE of one log {cost['memory_usage_log_bytes']} bytes, of its run hash"
-            f" {cost['memory_usage_run_bytes']} bytes; {cost['keys']} keys",
+            f" {cost['memory_usage_run_bytes']} bytes, of one conversation {cost['memory_usage_conv_bytes']} bytes;"
+            f" {cost['keys']} keys",
+            "- EVALSHA is one script call (an append, a beat, a claim…); the commands the scripts run inside Redis"
+            " (HINCRBY, XADD, EXPIRE, HMGET, TIME…) are counted too. Appends go in pipelines: one round trip"
+            " carries many.",
         ]
     if plot(out, results):
         lines[5:5] = ["![the relay under load](relay_load.png)", ""]

@@ -127,9 +127,10 @@ def pipe(source: socket.socket, sink: socket.socket, delay: Callable[[], float] 
 
 
 class SlowProxy:
-    """127.0.0.1:``port`` → ``target``: every piece forwarded after ``delay`` seconds (a slow network)."""
+    """127.0.0.1:``port`` → ``target``: every piece forwarded after ``delay`` seconds (a slow network).
+    ``down`` carries what the target sends back; a subclass may do otherwise (drop it)."""
 
-    def __init__(self, target: int, delay: float) -> None:
+    def __init__(self, target: int, delay: float = 0.0) -> None:
         self.target, self.delay = target, delay
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.listener.getsockname()[1])
@@ -143,8 +144,11 @@ class SlowProxy:
             except OSError:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.target))
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=pipe, args=(source, sink, lambda: self.delay), daemon=True).start()
+            threading.Thread(target=pipe, args=(client, upstream, lambda: self.delay), daemon=True).start()
+            threading.Thread(target=self.down, args=(upstream, client), daemon=True).start()
+
+    def down(self, upstream: socket.socket, client: socket.socket) -> None:
+        pipe(upstream, client, lambda: self.delay)
 
     def close(self) -> None:
         self.closed.set()

@@ -136,6 +136,16 @@ def test_the_page_is_served_and_needs_nothing_from_outside(relay: RelayServer) -
     assert "https://" not in page and "http://" not in page
 
 
+def test_the_pages_code_quoted_in_the_docs_is_the_pages_own() -> None:
+    """docs/second-article.md sets the page's onerror beside the seed's: the quote must stay true."""
+    docs = (ROOT / "docs" / "second-article.md").read_text(encoding="utf-8")
+    page = (ROOT / "ink_py" / "second_article" / "page.html").read_text(encoding="utf-8")
+    quotes = re.findall(r"```js\n// ink_py/second_article/page\.html · [^\n]*\n(.*?)```", docs, re.S)
+    assert quotes, "the page's onerror is no longer quoted"
+    for quote in quotes:
+        assert quote in page, quote
+
+
 # ── the README question, end to end ─────────────────────────────────────────────────────
 
 

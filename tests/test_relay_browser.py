@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ from ink_py.second_article.relay import RelayApp, RelayServer, make_relay_server
 
 from .fake_server import FakeModelServer, Reply
 from .helpers import text_reply, tool_reply
-from .redis_servers import pipe, read_events
+from .redis_servers import SlowProxy, read_events
 
 try:
     from selenium import webdriver
@@ -282,27 +281,15 @@ def test_tool_call_ids_that_name_object_members_get_their_lines(browser, tmp_pat
 # ── issue 27: a dropped connection, the stop button, a reload ───────────────────────────
 
 
-class DroppingProxy:
+class DroppingProxy(SlowProxy):
     """Between the page and the relay: the first event stream it carries is cut after ``texts``
     text events (both sockets closed, as a network that drops); everything else passes."""
 
     def __init__(self, texts: int) -> None:
-        self.texts, self.target, self.dropped = texts, 0, 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self.listener.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.texts, self.dropped = texts, 0
+        super().__init__(target=0)  # the relay's port, set once it listens
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._down, args=(upstream, client), daemon=True).start()
-
-    def _down(self, upstream: socket.socket, client: socket.socket) -> None:
+    def down(self, upstream: socket.socket, client: socket.socket) -> None:
         seen = b""
         try:
             while piece := upstream.recv(65536):
@@ -318,9 +305,6 @@ class DroppingProxy:
                 end.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 def watch_status(browser: Any) -> None:

@@ -64,15 +64,29 @@ def stores(request: pytest.FixtureRequest) -> Stores:
         return in_memory
     server: RedisServer = request.getfixturevalue("redis_server")
     server.client().flushdb()
+    return lambda grace=10.0, url=None: redis_stores(url or server.url, 600, grace)
+
+
+def redis_stores(url: str, ttl: int, grace: float) -> tuple[SessionStore, RunLog]:
+    """Conversations and run logs on the Redis at ``url``: one host's."""
     from ink_py.second_article.redis_conversations import RedisConversations
     from ink_py.second_article.redis_runs import RedisRuns
     from ink_py.second_article.stores import connect_redis
 
-    def on_redis(grace: float = 10.0, url: str | None = None) -> tuple[SessionStore, RunLog]:
-        client = connect_redis(url or server.url)
-        return RedisConversations(client), RedisRuns(client, 600, grace)
+    client = connect_redis(url)
+    return RedisConversations(client), RedisRuns(client, ttl, grace)
 
-    return on_redis
+
+def redis_relay(url: str, model: ModelServer, workspace: Path, ttl: int = 600) -> RelayServer:
+    """A relay (started) on the Redis at ``url``, in front of ``model``: one host."""
+    store, run_log = redis_stores(url, ttl, 10.0)
+    return make_relay_server(
+        provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
+        model="m",
+        workspace=workspace,
+        store=store,
+        run_log=run_log,
+    ).start()
 
 
 @pytest.fixture
@@ -341,20 +355,9 @@ def test_a_thousand_resumes_of_one_run_each_get_exactly_the_events_after_their_i
 
 @needs_redis
 def test_every_redis_key_has_an_expiry_while_running_and_after(redis_server: RedisServer, workspace) -> None:
-    from ink_py.second_article.redis_conversations import RedisConversations
-    from ink_py.second_article.redis_runs import RedisRuns
-    from ink_py.second_article.stores import connect_redis
-
     redis_server.client().flushdb()
-    client = connect_redis(redis_server.url)
     with start_model_server(port=0, delay=0.02) as model:
-        relay = make_relay_server(
-            provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
-            model="m",
-            workspace=workspace,
-            store=RedisConversations(client),
-            run_log=RedisRuns(client, 120, 5.0),
-        ).start()
+        relay = redis_relay(redis_server.url, model, workspace, ttl=120)
         try:
             response = stream(relay, query=README_QUESTION, session=new_id(), run=new_id())
             pieces = response.iter_content(chunk_size=None)
@@ -389,25 +392,11 @@ def test_a_resume_from_before_a_capped_logs_oldest_event_says_so(hosts, model, m
 def test_a_resume_storm_while_redis_is_slow_loses_nothing_and_each_fails_once_when_it_is_too_slow(
     redis_server: RedisServer, workspace
 ) -> None:
-    from ink_py.second_article.redis_conversations import RedisConversations
-    from ink_py.second_article.redis_runs import RedisRuns
-    from ink_py.second_article.stores import connect_redis
-
     redis_server.client().flushdb()
     slow = SlowProxy(redis_server.port, 0.01)  # every reply 10 ms late
-    relays = []
     with start_model_server(port=0, delay=0) as model:
-        for url in (redis_server.url, f"redis://127.0.0.1:{slow.port}/0"):  # the second host reaches Redis slowly
-            client = connect_redis(url)
-            relays.append(
-                make_relay_server(
-                    provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
-                    model="m",
-                    workspace=workspace,
-                    store=RedisConversations(client),
-                    run_log=RedisRuns(client, 600, 10.0),
-                ).start()
-            )
+        far_url = f"redis://127.0.0.1:{slow.port}/0"  # the second host reaches Redis slowly
+        relays = [redis_relay(url, model, workspace) for url in (redis_server.url, far_url)]
         first, far = relays
         try:
             session, run = new_id(), new_id()
