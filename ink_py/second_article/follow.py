@@ -1,15 +1,12 @@
 """A reader of a run's log: the events after the id a client has, then the live ones — beyond §二 and §七.
 
-The article's browser reads its answer once, from the one connection that started it. Here
-any request for the run reads it, from the log (runs.py): the one that started the run (from
-the start), EventSource reconnecting with ``Last-Event-ID`` (from that id on), a reloaded
-page (``after=``), a second tab. ``follow`` yields each event once, in order, and ends after
-the terminal one (``done`` or ``error``); while nothing comes it yields ``None`` every
-``keep_alive`` seconds (a ``: keep-alive`` comment), tells the log a reader is here (the
-producer's grace starts again), and watches the producer: one whose lease ran out (its worker
-was killed) is taken over — its readers get a last ``error`` event, never a hang. What the
-log cannot give is one ``error`` event without an id: the run expired or never was (``GONE``),
-its beginning was trimmed, or the store was lost.
+The article's browser reads its answer once, on the connection that started it. Here any
+request for the run reads its log (runs.py): the one that started it, EventSource reconnecting
+with ``Last-Event-ID``, a reloaded page (``after=``), a second tab. ``follow`` yields each event
+once, in order, up to the terminal one (``done``/``error``); while nothing comes it yields
+``None`` (a keep-alive), tells the log a reader is here, and takes over a producer whose lease
+ran out (its worker was killed): a last ``error`` event, never a hang. What the log cannot give
+is one ``error`` event without an id: expired or never run (``GONE``), trimmed, store lost.
 
     >>> from .runs import MemoryRuns
     >>> runs, key = MemoryRuns(), ("session-1", "run-0001")

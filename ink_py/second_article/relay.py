@@ -164,7 +164,7 @@ class RelayApp:
         query = question_from(query_string) if asked else None  # 400 / 413 before any model is asked
         session = session_from(query_string)
         run = run_from(query_string) or str(uuid.uuid4())  # beyond §七: a request without one gets one
-        after = resume_point(query_string, environ.get("HTTP_LAST_EVENT_ID"))
+        after = resume_point(query_string, environ.get("HTTP_LAST_EVENT_ID"))  # beyond §七: a reconnect, a reload
         key = (session or NO_SESSION, run)  # another session's run id names another (unknown) run
         found = self.run_log.status(key)
         if found.state == "unknown":

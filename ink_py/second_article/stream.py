@@ -135,7 +135,7 @@ class SseBody:
         """Called by the WSGI server when the response ends, or when the browser has gone: unsubscribe."""
         close = getattr(self.items, "close", None)
         if close is not None:
-            close()  # this reader stops following; the run itself goes on for INK_RESUME_GRACE
+            close()  # beyond §二: this reader stops following; the run goes on for INK_RESUME_GRACE
         self.items = iter(())
 
 
