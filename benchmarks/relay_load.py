@@ -1,24 +1,26 @@
-"""The relay under load: N browsers at once through ``ink-py serve`` and through gunicorn.
+"""The relay under load: N browsers at once, one process in memory against two hosts sharing Redis.
 
-    pip install -e '.[bench]'              # gunicorn (and matplotlib for the plot)
-    python benchmarks/relay_load.py        # about two minutes; writes benchmarks/results/relay_load.*
-    python benchmarks/relay_load.py --sizes 20 --out /tmp/x   # a quick look
-    python benchmarks/relay_load.py --before /tmp/old          # and ink-py serve from another checkout
+    pip install -e '.[bench]'              # gunicorn, redis-py, matplotlib; apt-get install redis-server
+    python benchmarks/relay_load.py        # a few minutes; writes benchmarks/results/relay_load.*
+    python benchmarks/relay_load.py --sizes 20 --storm 20 --out /tmp/x       # a quick look
+    python benchmarks/relay_load.py --relays serve                          # no gunicorn, no Redis
 
-One unpaced ``ink-py serve-model`` (the built-in scripted model, no pauses) answers every
-model request. In front of it, in turn, a fresh relay process for each N:
+One unpaced ``ink-py serve-model`` answers every model request. In front of it, for each N:
 
-    ink-py serve          one process, the zero-dependency server (at most 256 connections)
-    gunicorn -w 2         the WSGI application, two worker processes of --threads each,
-                          conversations in memory (no session is sent: one question each)
+    ink-py serve            one process, the zero-dependency server, everything in its memory
+    gunicorn -w 1           one worker process (--threads 320), everything in its memory
+    2 × gunicorn + Redis    two gunicorn processes on two ports (two hosts) and one redis-server;
+                            the clients alternate between the two
 
-N clients (50, 150, 300) open ``/chat/stream?query=<the README question>`` at the same
-moment — each a thread with its own connection, like a browser tab — and read the stream
-to its end. Per (contender, N): streams completed (``done`` received), 5xx answers, streams
-that ended in ``error``, p50/p95 time to the first ``text`` event, the wall time until the
-last stream ended, and the relay's peak memory (the sum of VmRSS over its processes,
-sampled every 50 ms; Linux). The machine is shared and small: read the shape, not the
-milliseconds. This is a benchmark, not a test: nothing here asserts a speed.
+Stages: (1) load — N clients open the README question at the same moment and read to the end:
+completed, 5xx, error events, p50/p95 time to first text, wall time, peak memory (relay processes,
+and redis-server for the last); (2) latency per event through the run log — one producer, one
+reader, 2000 events 2 ms apart (``--latency-events``), in memory and in Redis: what Redis adds;
+(3) a resume storm — every client drops once after a few events and resumes with Last-Event-ID
+(on the other host): events lost and duplicated; (4) what one stream costs Redis — commands (INFO commandstats) and
+memory (INFO memory, MEMORY USAGE). Progress: a line per stage and size with the time so far (in
+place on a terminal). Ctrl-C stops within a second with exit 130; the result files are written at
+the end only, each whole (a temporary file, renamed). A benchmark: nothing here asserts a speed.
 """
 
 from __future__ import annotations
@@ -27,37 +29,118 @@ import argparse
 import csv
 import datetime
 import http.client
+import io
+import json
 import os
 import platform
+import random
 import re
-import statistics
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # this checkout's ink_py, for the run logs (stage 2) and atomic writes
+
+from ink_py.atomic import write_bytes_atomically, write_text_atomically  # noqa: E402
+
 QUESTION = "读取 README.md,告诉我项目怎样启动"
-GUNICORN_THREADS = 160  # per worker: two workers hold 320 streams
+THREADS = 320  # gunicorn threads per process: every stream holds one
 STREAM_TIMEOUT = 180.0  # one client gives up after this
 URL_LINE = re.compile(rb"(?:Listening at: |^)http://127\.0\.0\.1:(\d+)/?", re.M)
+RELAYS = {"serve": "ink-py serve", "gunicorn": "gunicorn -w 1", "redis": "2 × gunicorn + Redis"}
+STARTED: list[subprocess.Popen[bytes]] = []  # every child process, killed on the way out
+
+
+# ── progress ────────────────────────────────────────────────────────────────────────────
+
+
+class Progress:
+    """One line per stage with the time so far: rewritten in place on a terminal, plain lines otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream, self.began, self.tty = stream, time.monotonic(), stream.isatty()
+
+    def say(self, text: str, done: bool = True) -> None:
+        """``done``: the stage's last word (a line of its own); otherwise an update, shown on a terminal only."""
+        line = f"[{time.monotonic() - self.began:6.1f}s] {text}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line + ("\n" if done else ""))
+        elif done:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+# ── processes ───────────────────────────────────────────────────────────────────────────
 
 
 def start(argv: list[str], env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
     """Start a server process; return it and the port it printed (ink-py's first line, gunicorn's log)."""
     with open(log, "wb") as out:
         process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    STARTED.append(process)
     deadline = time.monotonic() + 30
     while not (found := URL_LINE.search(log.read_bytes())):
         if process.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"{argv[2]} did not start:\n{log.read_text(errors='replace')}")
         time.sleep(0.05)
     return process, int(found[1])
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes] | None, str | None]:
+    redis_server = shutil.which("redis-server")
+    if redis_server is None:
+        raise SystemExit(
+            "the Redis contender needs redis-server (apt-get install redis-server), or --relays serve,gunicorn"
+        )
+    port = free_port()
+    argv = [redis_server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen([*argv, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    STARTED.append(process)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis_client(url)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            client.ping()
+            return process, url
+        except OSError as err:  # redis-py's ConnectionError is an OSError too
+            if time.monotonic() > deadline:
+                raise SystemExit(f"redis-server did not start: {err}") from None
+            time.sleep(0.05)
+
+
+def redis_client(url: str) -> Any:
+    try:
+        import redis
+    except ImportError:
+        raise SystemExit("the Redis contender needs redis-py: pip install -e '.[bench]'") from None
+    return redis.Redis.from_url(url)
 
 
 def wait_ready(port: int) -> None:
@@ -90,118 +173,335 @@ def tree_rss_kib(pid: int) -> int:
     return total
 
 
-def one_stream(port: int, gate: threading.Barrier, results: list[dict[str, Any]]) -> None:
-    """A browser tab: open the stream when all are ready, read it to the end, note what happened."""
-    outcome: dict[str, Any] = {"status": None, "first_text": None, "done": False, "error": False, "failed": ""}
+class Relay:
+    """One contender running: its processes and the ports its clients use (two for two hosts)."""
+
+    def __init__(self, name: str, model_url: str, logs: Path, redis_url: str | None) -> None:
+        self.name, self.processes, self.ports = name, [], []
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(logs),
+            "OPENAI_BASE_URL": model_url,
+            "INK_MODEL": "bench",
+            "INK_WORKSPACE": str(ROOT),
+        }
+        python = sys.executable
+        serve = [python, "-m", "ink_py", "serve", "--port", "0", "--base-url", model_url, "--model", "bench",
+                 "--workspace", str(ROOT)]  # fmt: skip
+        app = "ink_py.second_article.relay:create_app()"
+        gunicorn = [python, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", str(THREADS),
+                    "--limit-request-line", "0", "-b", "127.0.0.1:0", app]  # fmt: skip
+        if name == "serve":
+            commands = [(serve, env)]
+        elif name == "gunicorn":
+            commands = [(gunicorn, env)]
+        else:
+            commands = [(gunicorn, {**env, "INK_REDIS_URL": str(redis_url)})] * 2  # two hosts
+        for number, (argv, process_env) in enumerate(commands):
+            process, port = start(argv, process_env, logs / f"{name}-{number}-{uuid.uuid4().hex[:6]}.log")
+            self.processes.append(process)
+            self.ports.append(port)
+        for port in self.ports:
+            wait_ready(port)
+
+    def rss_kib(self) -> int:
+        return sum(tree_rss_kib(process.pid) for process in self.processes)
+
+    def close(self) -> None:
+        for process in self.processes:
+            stop(process)
+
+
+# ── stage 1: load ───────────────────────────────────────────────────────────────────────
+
+
+def read_stream(port: int, path: str, headers: dict[str, str], cut_after: int | None = None) -> dict[str, Any]:
+    """One browser tab's stream: its status, time to first text, and the events it got (id, name, data).
+    ``cut_after``: close the socket once that many events have come (a network that drops)."""
+    outcome: dict[str, Any] = {"status": None, "first_text": None, "events": [], "failed": ""}
+    began = time.perf_counter()
     try:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=STREAM_TIMEOUT)
-        gate.wait()
-        began = time.perf_counter()
-        connection.request("GET", "/chat/stream?query=" + quote(QUESTION), headers={"Connection": "close"})
+        connection.request("GET", path, headers={"Connection": "close", **headers})
         response = connection.getresponse()
         outcome["status"] = response.status
-        seen = b""
+        buffer = b""
         while piece := response.read1(65536):
-            seen = seen[-64:] + piece
-            if outcome["first_text"] is None and b"event: text" in seen:
-                outcome["first_text"] = time.perf_counter() - began
-            outcome["done"] = outcome["done"] or b"event: done" in seen
-            outcome["error"] = outcome["error"] or b"event: error" in seen
+            buffer += piece
+            *frames, buffer = buffer.split(b"\n\n")
+            for frame in frames:
+                event = parse_frame(frame)
+                if event is None:
+                    continue
+                if event[1] == "text" and outcome["first_text"] is None:
+                    outcome["first_text"] = time.perf_counter() - began
+                outcome["events"].append(event)
+            if cut_after is not None and len(outcome["events"]) >= cut_after:
+                break
         connection.close()
-    except (OSError, http.client.HTTPException, threading.BrokenBarrierError) as err:
+    except (OSError, http.client.HTTPException) as err:
         outcome["failed"] = type(err).__name__
-    results.append(outcome)
+    return outcome
 
 
-def run_load(port: int, pid: int, clients: int) -> dict[str, Any]:
+def parse_frame(frame: bytes) -> tuple[int | None, str, Any] | None:
+    fields = dict(line.split(": ", 1) for line in frame.decode("utf-8").split("\n") if ": " in line)
+    if "data" not in fields:
+        return None
+    return (int(fields["id"]) if "id" in fields else None), fields.get("event", "message"), json.loads(fields["data"])
+
+
+def stream_path(session: str, run: str) -> str:
+    return f"/chat/stream?query={quote(QUESTION)}&session={session}&run={run}"
+
+
+def run_load(relay: Relay, clients: int, progress: Progress) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     gate = threading.Barrier(clients + 1)
-    threads = [threading.Thread(target=one_stream, args=(port, gate, results), daemon=True) for _ in range(clients)]
+
+    def client(number: int) -> None:
+        port = relay.ports[number % len(relay.ports)]
+        try:
+            gate.wait()
+        except threading.BrokenBarrierError:
+            return
+        results.append(read_stream(port, stream_path(str(uuid.uuid4()), str(uuid.uuid4())), {}))
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
     for thread in threads:
         thread.start()
-    peak = [tree_rss_kib(pid)]
-    stop = threading.Event()
+    peak = [relay.rss_kib()]
+    finished = threading.Event()
 
     def sample() -> None:
-        while not stop.wait(0.05):
-            peak[0] = max(peak[0], tree_rss_kib(pid))
+        while not finished.wait(0.05):
+            peak[0] = max(peak[0], relay.rss_kib())
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     gate.wait()
     began = time.perf_counter()
     for thread in threads:
-        thread.join(STREAM_TIMEOUT + 10)
+        while thread.is_alive():  # short joins: Ctrl-C is heard at once
+            thread.join(0.5)
+            progress.say(f"{RELAYS[relay.name]} · {clients} streams · {len(results)} done", done=False)
     wall = time.perf_counter() - began
-    stop.set()
+    finished.set()
     sampler.join()
     firsts = sorted(r["first_text"] for r in results if r["first_text"] is not None)
     return {
+        "relay": RELAYS[relay.name],
         "clients": clients,
-        "completed": sum(r["done"] for r in results),
+        "completed": sum(any(e[1] == "done" for e in r["events"]) for r in results),
         "5xx": sum((r["status"] or 0) >= 500 for r in results),
-        "error_events": sum(r["error"] for r in results),
+        "error_events": sum(any(e[1] == "error" for e in r["events"]) for r in results),
         "failed": sum(bool(r["failed"]) for r in results),
-        "p50_first_text_s": statistics.median(firsts) if firsts else None,
-        "p95_first_text_s": firsts[max(0, int(len(firsts) * 0.95) - 1)] if firsts else None,
+        "p50_first_text_s": percentile(firsts, 50),
+        "p95_first_text_s": percentile(firsts, 95),
         "wall_s": wall,
         "peak_rss_mib": peak[0] / 1024,
     }
 
 
-def contenders(model_url: str, before: str | None) -> dict[str, tuple[list[str], str]]:
-    """name → (argv, PYTHONPATH)."""
-    python = sys.executable
-    serve = [python, "-m", "ink_py", "serve", "--port", "0", "--base-url", model_url, "--model", "bench",
-             "--workspace", str(ROOT)]  # fmt: skip
-    found = {"ink-py serve (before)": (serve, before)} if before else {}
-    return found | {
-        "ink-py serve": (serve, str(ROOT)),
-        f"gunicorn -w 2 --threads {GUNICORN_THREADS}": ([
-            python, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", str(GUNICORN_THREADS),
-            "--limit-request-line", "0", "-b", "127.0.0.1:0", "ink_py.second_article.relay:create_app()",
-        ], str(ROOT)),
-    }  # fmt: skip
+def percentile(values: list[float], p: int) -> float | None:
+    ordered = sorted(values)
+    return ordered[max(0, -(-len(ordered) * p // 100) - 1)] if ordered else None
+
+
+# ── stage 2: the latency one event gains through Redis ──────────────────────────────────
+
+
+def event_latency(redis_url: str | None, events: int) -> dict[str, dict[str, float]]:
+    """p50/p95 seconds from a producer's append to a reader's receipt: in memory; through Redis with the
+    reader in the producer's process (the copy Redis accepted) and on another host (XREAD)."""
+    from ink_py.second_article.runs import MemoryRuns
+
+    memory = MemoryRuns()
+    found = {"memory": one_latency(memory, memory, events)}
+    if redis_url is not None:
+        from ink_py.second_article.redis_runs import RedisRuns
+        from ink_py.second_article.stores import connect_redis
+
+        here, there = (RedisRuns(connect_redis(redis_url), 600, 10.0) for _ in range(2))
+        found["Redis, reader in the same process"] = one_latency(here, here, events)
+        found["Redis, reader on another host"] = one_latency(here, there, events)
+    return found
+
+
+def one_latency(writer: Any, reader: Any, events: int) -> dict[str, float]:
+    """One producer writes ``events`` events 2 ms apart; one reader follows: p50/p95 append → receipt."""
+    from ink_py.second_article.follow import follow
+
+    key = ("bench-latency", str(uuid.uuid4()))
+    token = writer.claim(key) or 0
+    written: dict[int, float] = {}
+
+    def produce() -> None:
+        for number in range(1, events + 1):
+            if number % 100 == 0:
+                writer.beat([(key, token)])  # the lease a producer renews (producer.py's keeper)
+            written[number] = time.perf_counter()
+            writer.append(key, token, "text", {"text": "字"}, last=number == events)
+            time.sleep(0.002)
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    latencies = []
+    for item in follow(reader, key, 0, keep_alive=60.0):
+        if item is not None and item[0] is not None:
+            latencies.append(time.perf_counter() - written[item[0]])
+    producer.join()
+    return {"p50": percentile(latencies, 50) or 0.0, "p95": percentile(latencies, 95) or 0.0}
+
+
+# ── stage 3: every client drops once and resumes ────────────────────────────────────────
+
+
+def resume_storm(relay: Relay, clients: int, progress: Progress) -> dict[str, Any]:
+    """Each client cuts its stream after a few events and resumes with Last-Event-ID, on the other host."""
+    whole = read_stream(relay.ports[0], stream_path(str(uuid.uuid4()), str(uuid.uuid4())), {})
+    reference = [event[1:] for event in whole["events"]]
+    outcomes: list[dict[str, int]] = []
+
+    def client(number: int) -> None:
+        session, run = str(uuid.uuid4()), str(uuid.uuid4())
+        first, second = relay.ports[number % len(relay.ports)], relay.ports[(number + 1) % len(relay.ports)]
+        cut = random.Random(number).randint(1, 12)
+        before = read_stream(first, stream_path(session, run), {}, cut_after=cut)["events"]
+        last = before[-1][0] if before else None
+        headers = {"Last-Event-ID": str(last)} if last is not None else {}
+        after = read_stream(second, stream_path(session, run), headers)["events"]
+        ids = [event[0] for event in before + after]
+        expected = set(range(1, len(reference) + 1))
+        outcomes.append({
+            "lost": len(expected - set(ids)),
+            "duplicated": len(ids) - len(set(ids)),
+            "different": int([e[1:] for e in before + after] != reference),
+        })  # fmt: skip
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.5)
+            progress.say(f"resume storm · {RELAYS[relay.name]} · {len(outcomes)}/{clients} resumed", done=False)
+    return {
+        "relay": RELAYS[relay.name],
+        "clients": clients,
+        "resumed": len(outcomes),
+        "events_lost": sum(o["lost"] for o in outcomes),
+        "events_duplicated": sum(o["duplicated"] for o in outcomes),
+        "answers_different": sum(o["different"] for o in outcomes),
+    }
+
+
+# ── stage 4: what one stream costs Redis ────────────────────────────────────────────────
+
+
+def redis_cost(client: Any, streams: int, used_before: int) -> dict[str, Any]:
+    stats = client.info("commandstats")
+    calls = {name.removeprefix("cmdstat_"): value["calls"] for name, value in stats.items()}
+    used = int(client.info("memory")["used_memory"])
+    sample: dict[str, int] = {}
+    for kind in ("log", "run", "conv"):
+        key = next(iter(client.scan_iter(match=f"ink:{kind}:*", count=1000)), None)
+        sample[kind] = int(client.memory_usage(key) or 0) if key is not None else 0
+    return {
+        "streams": streams,
+        "commands_per_stream": {name: round(count / streams, 1) for name, count in sorted(calls.items())},
+        "memory_per_stream_bytes": (used - used_before) // max(streams, 1),
+        "memory_usage_log_bytes": sample["log"],
+        "memory_usage_run_bytes": sample["run"],
+        "memory_usage_conv_bytes": sample["conv"],
+        "keys": int(client.dbsize()),
+    }
+
+
+# ── main ────────────────────────────────────────────────────────────────────────────────
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="50,150,300", help="clients at once, comma-separated (default 50,150,300)")
+    parser.add_argument("--sizes", default="100,200,300", help="clients at once, comma-separated (default 100,200,300)")
+    parser.add_argument("--storm", type=int, default=100, help="clients in the resume storm (default 100)")
+    parser.add_argument("--relays", default="serve,gunicorn,redis", help="contenders: serve, gunicorn, redis")
+    parser.add_argument("--latency-events", type=int, default=2000, help="events in the latency stage (default 2000)")
     parser.add_argument("--out", default=str(HERE / "results"), help="folder for relay_load.{md,csv,png}")
-    parser.add_argument("--before", metavar="DIR", help="also ink-py serve from the checkout in DIR (e.g. git archive)")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
+    names = [name for name in args.relays.split(",") if name]
+    if set(names) - set(RELAYS):
+        parser.error(f"--relays: choose from {', '.join(RELAYS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    logs = Path(tempfile.mkdtemp(prefix="relay-load-"))
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": str(logs)}
-    model, model_port = start([sys.executable, "-m", "ink_py", "serve-model", "--delay", "0"], env, logs / "model.log")
-    model_url = f"http://127.0.0.1:{model_port}/v1"
-    relay_env = {**env, "OPENAI_BASE_URL": model_url, "INK_MODEL": "bench", "INK_WORKSPACE": str(ROOT)}
-    rows: list[dict[str, Any]] = []
+    progress = Progress()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped like Ctrl-C
     try:
-        for clients in sizes:  # interleaved: each N through both, one after the other
-            for name, (argv, path) in contenders(model_url, args.before).items():
-                relay, port = start(argv, {**relay_env, "PYTHONPATH": path}, logs / f"{len(rows)}.log")
-                try:
-                    wait_ready(port)
-                    row = {"relay": name, **run_load(port, relay.pid, clients)}
-                finally:
-                    relay.terminate()
-                    relay.wait(30)
-                rows.append(row)
-                print(format_row(row), flush=True)
+        results = measure(sizes, names, args.storm, args.latency_events, progress)
+    except KeyboardInterrupt:
+        for process in STARTED:
+            process.kill()  # no graceful shutdown: out within a second
+        progress.say("interrupted: no results written")
+        return 130
     finally:
-        model.terminate()
-        model.wait(30)
-    write(out, rows)
+        for process in STARTED:
+            if process.poll() is None:
+                stop(process)
+    write(out, results)
+    progress.say(f"wrote {out / 'relay_load.md'}")
     return 0
 
 
-def format_row(row: dict[str, Any]) -> str:
-    def seconds(value: float | None) -> str:
-        return "—" if value is None else f"{value:.2f}"
+def measure(sizes: list[int], names: list[str], storm: int, events: int, progress: Progress) -> dict[str, Any]:
+    logs = Path(tempfile.mkdtemp(prefix="relay-load-"))
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": str(logs)}
+    progress.say("starting the model (ink-py serve-model --delay 0)")
+    _, model_port = start([sys.executable, "-m", "ink_py", "serve-model", "--delay", "0"], env, logs / "model.log")
+    model_url = f"http://127.0.0.1:{model_port}/v1"
+    redis_process, redis_url = start_redis(logs) if "redis" in names else (None, None)
+    redis = redis_client(redis_url) if redis_url else None
+    results: dict[str, Any] = {"load": [], "storm": [], "latency": {}, "redis": None}
+    for clients in sizes:  # interleaved: each N through every contender, one after the other
+        for name in names:
+            progress.say(f"{RELAYS[name]} · {clients} streams · starting", done=False)
+            if redis is not None:
+                redis.flushall()
+                redis.config_resetstat()
+            used_before = int(redis.info("memory")["used_memory"]) if redis is not None else 0
+            relay = Relay(name, model_url, logs, redis_url)
+            try:
+                row = run_load(relay, clients, progress)
+                if redis_process is not None and redis is not None and name == "redis":
+                    row["peak_rss_mib"] += tree_rss_kib(redis_process.pid) / 1024  # and redis-server's own
+                    if clients == max(sizes):
+                        results["redis"] = redis_cost(redis, clients, used_before)
+            finally:
+                relay.close()
+            results["load"].append(row)
+            progress.say(format_row(row))
+    progress.say(f"latency per event through the run log ({events} events, 2 ms apart)", done=False)
+    results["latency"] = event_latency(redis_url, events)
+    progress.say(
+        "latency per event: " + ", ".join(f"{k} p50 {v['p50'] * 1000:.2f} ms" for k, v in results["latency"].items())
+    )
+    for name in names:
+        relay = Relay(name, model_url, logs, redis_url)
+        try:
+            row = resume_storm(relay, storm, progress)
+        finally:
+            relay.close()
+        results["storm"].append(row)
+        progress.say(f"resume storm · {row['relay']}: lost {row['events_lost']}, duplicated {row['events_duplicated']}")
+    return results
 
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def format_row(row: dict[str, Any]) -> str:
     return (
         f"| {row['relay']} | {row['clients']} | {row['completed']} | {row['5xx']} | {row['error_events']} "
         f"| {row['failed']} | {seconds(row['p50_first_text_s'])} | {seconds(row['p95_first_text_s'])} "
@@ -209,18 +509,19 @@ def format_row(row: dict[str, Any]) -> str:
     )
 
 
-def write(out: Path, rows: list[dict[str, Any]]) -> None:
-    with open(out / "relay_load.csv", "w", newline="", encoding="utf-8") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+def write(out: Path, results: dict[str, Any]) -> None:
+    rows = results["load"]
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomically(out / "relay_load.csv", table.getvalue())
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# The relay under load",
         "",
         f"`python benchmarks/relay_load.py` — {when}; {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        "on " + platform.system() + "; clients, relay and model share the machine. `ink-py serve (before)`: the same",
-        "command from the checkout given with `--before` (the relay before it became a WSGI application).",
+        f"on {platform.system()}; clients, relays, Redis and the model share the machine. One run: read the ratios.",
         "",
         "| relay | clients | completed | 5xx | error events | failed | p50 first text s | p95 first text s "
         "| wall s | peak memory MiB |",
@@ -228,13 +529,44 @@ def write(out: Path, rows: list[dict[str, Any]]) -> None:
         *map(format_row, rows),
         "",
     ]
-    if plot(out, rows):
-        lines[6:6] = ["![the relay under load](relay_load.png)", ""]
-    (out / "relay_load.md").write_text("\n".join(lines), encoding="utf-8")
-    print(f"wrote {out / 'relay_load.md'}")
+    latency = results["latency"]
+    lines += ["## Latency per event through the run log", "", "| store | p50 ms | p95 ms |", "|---|---|---|"]
+    lines += [f"| {name} | {value['p50'] * 1000:.2f} | {value['p95'] * 1000:.2f} |" for name, value in latency.items()]
+    for name in [name for name in latency if name != "memory"]:
+        added = {p: (latency[name][p] - latency["memory"][p]) * 1000 for p in ("p50", "p95")}
+        lines += [f"| added by {name} | {added['p50']:.2f} | {added['p95']:.2f} |"]
+    lines += ["", "## Resume storm: every client drops once and resumes", ""]
+    lines += [
+        "| relay | clients | resumed | events lost | events duplicated | answers different |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['relay']} | {r['clients']} | {r['resumed']} | {r['events_lost']} | {r['events_duplicated']} "
+        f"| {r['answers_different']} |"
+        for r in results["storm"]
+    ]
+    cost = results["redis"]
+    if cost is not None:
+        commands = ", ".join(f"{name} {count}" for name, count in cost["commands_per_stream"].items())
+        lines += [
+            "",
+            f"## What one stream costs Redis ({cost['streams']} streams of the README question)",
+            "",
+            f"- commands per stream: {commands}",
+            f"- memory per stream kept for INK_RUN_TTL: {cost['memory_per_stream_bytes']} bytes (INFO used_memory);"
+            f" MEMORY USAGE of one log {cost['memory_usage_log_bytes']} bytes, of its run hash"
+            f" {cost['memory_usage_run_bytes']} bytes, of one conversation {cost['memory_usage_conv_bytes']} bytes;"
+            f" {cost['keys']} keys",
+            "- EVALSHA is one script call (an append, a beat, a claim…); the commands the scripts run inside Redis"
+            " (HINCRBY, XADD, EXPIRE, HMGET, TIME…) are counted too. Appends go in pipelines: one round trip"
+            " carries many.",
+        ]
+    if plot(out, results):
+        lines[5:5] = ["![the relay under load](relay_load.png)", ""]
+    write_text_atomically(out / "relay_load.md", "\n".join(lines) + "\n")
 
 
-def plot(out: Path, rows: list[dict[str, Any]]) -> bool:
+def plot(out: Path, results: dict[str, Any]) -> bool:
     try:
         import matplotlib
 
@@ -243,22 +575,36 @@ def plot(out: Path, rows: list[dict[str, Any]]) -> bool:
     except ImportError:
         print("(no matplotlib: no plot)", file=sys.stderr)
         return False
-    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(13, 4))
+    rows = results["load"]
+    figure, (left, middle, right, latency) = plt.subplots(1, 4, figsize=(17, 4))
     for name in dict.fromkeys(row["relay"] for row in rows):
         mine = [row for row in rows if row["relay"] == name]
         clients = [row["clients"] for row in mine]
         left.plot(clients, [row["completed"] for row in mine], marker="o", label=name)
-        middle.plot(clients, [row["p95_first_text_s"] or 0 for row in mine], marker="o", label=name)
+        line = middle.plot(clients, [row["p95_first_text_s"] or 0 for row in mine], marker="o", label=f"{name} p95")
+        middle.plot(clients, [row["p50_first_text_s"] or 0 for row in mine], marker=".", linestyle="--",
+                    color=line[0].get_color(), label=f"{name} p50")  # fmt: skip
         right.plot(clients, [row["peak_rss_mib"] for row in mine], marker="o", label=name)
     left.plot(clients, clients, color="grey", linestyle=":", label="all")
-    titles = {left: "streams completed", middle: "p95 time to first text (s)", right: "peak memory (MiB)"}
+    stores = list(results["latency"])
+    for offset, p in ((-0.2, "p50"), (0.2, "p95")):
+        latency.bar([n + offset for n in range(len(stores))], [results["latency"][s][p] * 1000 for s in stores], 0.4,
+                    label=p)  # fmt: skip
+    latency.set_xticks(range(len(stores)), [name.replace(", ", ",\n") for name in stores], fontsize=7)
+    latency.set_ylabel("ms")
+    titles = {left: "streams completed", middle: "time to first text (s)", right: "peak memory (MiB)"}
     for axes, title in titles.items():
         axes.set_xlabel("clients at once")
         axes.set_title(title)
         axes.grid(alpha=0.3)
-    left.legend(fontsize=8)
+    latency.set_title("latency per event through the run log")
+    latency.grid(alpha=0.3, axis="y")
+    for axes in (left, middle, latency):
+        axes.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(out / "relay_load.png", dpi=110)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=110)
+    write_bytes_atomically(out / "relay_load.png", image.getvalue())
     return True
 
 

@@ -31,18 +31,22 @@ from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article import relay as relay_module
+from ink_py.second_article.follow import follow
+from ink_py.second_article.producer import NO_READER, Producers
 from ink_py.second_article.relay import RelayServer, make_relay_server
-from ink_py.second_article.stream import KEEP_ALIVE, Run, SseBody
+from ink_py.second_article.runs import MemoryRuns
+from ink_py.second_article.stream import RETRY, SseBody
 from ink_py.second_article.wsgi_server import peer_closed
 
 from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import ROOT, sse, text_reply, tool_reply
+from .helpers import ROOT, cli_env, sse, text_reply, tool_reply
 from .raw_servers import RawServer
 
 README = "# demo\n\nA tiny project.\n\n```sh\npip install -e .\ndemo --help\n```\n"
 README_QUESTION = "读取 README.md,告诉我项目怎样启动"
 EVENT_NAMES = {"text", "thinking", "tool_preparing", "tool_start", "tool_end", "done", "error"}
 WAIT_SECONDS = 10.0  # an upper bound on waiting for another thread, never a speed check
+GRACE = 0.3  # INK_RESUME_GRACE for the tests of a browser that leaves and does not come back
 
 
 @pytest.fixture
@@ -132,6 +136,16 @@ def test_the_page_is_served_and_needs_nothing_from_outside(relay: RelayServer) -
     assert "https://" not in page and "http://" not in page
 
 
+def test_the_pages_code_quoted_in_the_docs_is_the_pages_own() -> None:
+    """docs/second-article.md sets the page's onerror beside the seed's: the quote must stay true."""
+    docs = (ROOT / "docs" / "second-article.md").read_text(encoding="utf-8")
+    page = (ROOT / "ink_py" / "second_article" / "page.html").read_text(encoding="utf-8")
+    quotes = re.findall(r"```js\n// ink_py/second_article/page\.html · [^\n]*\n(.*?)```", docs, re.S)
+    assert quotes, "the page's onerror is no longer quoted"
+    for quote in quotes:
+        assert quote in page, quote
+
+
 # ── the README question, end to end ─────────────────────────────────────────────────────
 
 
@@ -166,16 +180,19 @@ def test_the_readme_question_streams_text_tool_activity_and_done(relay: RelaySer
     assert list(relay.runs) == [{"query": README_QUESTION, "stopReason": "completed"}]
 
 
-def test_every_frame_is_one_named_event_with_one_json_data_line(relay: RelayServer) -> None:
+def test_every_frame_is_one_numbered_named_event_with_one_json_data_line(relay: RelayServer) -> None:
     raw, _ = read_all(open_stream(relay, "读取 README.md\n然后用两行回答"))  # a newline in the question, too
-    assert raw.endswith("\n\n")
-    for frame in raw[:-2].split("\n\n"):
+    assert raw.startswith("retry: 1000\n\n") and raw.endswith("\n\n")  # retry: once, first
+    ids = []
+    for frame in raw[len("retry: 1000\n\n") : -2].split("\n\n"):
         lines = frame.split("\n")
         if lines == [": keep-alive"]:
             continue
-        assert len(lines) == 2, frame
-        assert lines[0].removeprefix("event: ") in EVENT_NAMES
-        assert lines[1].startswith("data: ") and isinstance(json.loads(lines[1].removeprefix("data: ")), dict)
+        assert len(lines) == 3, frame
+        ids.append(int(lines[0].removeprefix("id: ")))
+        assert lines[1].removeprefix("event: ") in EVENT_NAMES
+        assert lines[2].startswith("data: ") and isinstance(json.loads(lines[2].removeprefix("data: ")), dict)
+    assert ids == list(range(1, len(ids) + 1))  # 1, 2, 3 … within the run: what Last-Event-ID sends back
 
 
 # ── keep-alive, and a browser that leaves ───────────────────────────────────────────────
@@ -199,12 +216,13 @@ def test_a_keep_alive_comment_arrives_while_the_model_is_thinking(relay_for) -> 
     assert named(events, "done")[0]["stopReason"] == "completed"
 
 
-def test_closing_the_stream_aborts_the_run_and_closes_the_model_connection(relay_for) -> None:
+def test_closing_the_stream_aborts_the_run_after_the_grace_and_closes_the_model_connection(relay_for) -> None:
     stalled = Pause(limit=30.0)  # the model goes silent mid-reply, its connection open
     rest = [sse({"choices": [{"index": 0, "delta": {"content": piece}}]}) for piece in ("二", "三")]
     reply = Reply(parts=[sse({"choices": [{"index": 0, "delta": {"content": "一"}}]}), stalled, *rest])
     with FakeModelServer([reply, Reply(parts=[text_reply("never asked")])]) as model:
-        server = relay_for(model.base_url, keep_alive_seconds=60.0)  # found by the watcher, not a keep-alive
+        # found by the watcher, not a keep-alive; no one comes back within the grace
+        server = relay_for(model.base_url, keep_alive_seconds=60.0, run_log=MemoryRuns(grace=GRACE))
         response = open_stream(server, "讲个长故事")
         for event in parse_sse(response.iter_content(chunk_size=None)):
             if event["event"] == "text":
@@ -225,7 +243,7 @@ def test_a_browser_that_leaves_before_the_model_answers_ends_the_run(relay_for) 
         server.wait_for_hang_up(conn, 30)
 
     with RawServer(silent) as model:
-        server = relay_for(model.base_url)
+        server = relay_for(model.base_url, run_log=MemoryRuns(grace=GRACE))
         response = open_stream(server, "hi")
         assert model.got_request.wait(WAIT_SECONDS)
         response.close()  # the tab is closed while the model has not even sent its headers
@@ -234,21 +252,26 @@ def test_a_browser_that_leaves_before_the_model_answers_ends_the_run(relay_for) 
         assert len(model.requests) == 1  # and no further model request was made
 
 
-def test_closing_the_body_aborts_the_run_and_its_later_events_go_nowhere() -> None:
-    controller = AbortController()
+def test_closing_the_body_unsubscribes_and_the_run_goes_on_until_the_grace_ends() -> None:
+    runs, key, controller, word = MemoryRuns(grace=GRACE), ("session-1", "run-0001"), AbortController(), []
 
-    def work(send) -> None:  # a model that says one word, then goes silent until aborted
+    def work(send) -> tuple[str, dict[str, Any]]:  # a model that says one word, then goes silent until aborted
         send("text", {"text": "一"})
         controller.signal.wait(WAIT_SECONDS)
-        send("text", {"text": "二"})
+        word.append(controller.signal.reason)
+        return "done", {"stopReason": "aborted"}
 
-    body = SseBody(Run(work, controller, keep_alive_seconds=60.0).start())
+    Producers(runs).start(key, runs.claim(key) or 0, controller, work)
+    body = SseBody(follow(runs, key, 0, keep_alive=60.0))
     pieces = iter(body)
-    assert next(pieces) == KEEP_ALIVE  # the headers go out at once
-    assert next(pieces) == 'event: text\ndata: {"text": "一"}\n\n'.encode()
+    assert next(pieces) == RETRY  # the headers go out at once
+    assert next(pieces) == 'id: 1\nevent: text\ndata: {"text": "一"}\n\n'.encode()
     body.close()  # what every WSGI server does once a write has failed: the unsubscribe
-    assert controller.signal.aborted and controller.signal.reason == "the browser closed the stream"
-    assert not body.run._thread.is_alive()  # the run has wound down; its "二" had no one to go to
+    assert not controller.signal.aborted  # not yet: the browser may come back within the grace
+    wait_until(lambda: word, "the run to end")
+    assert word == [NO_READER]  # no one came back
+    wait_until(lambda: runs.status(key).state == "ended", "its last event")
+    assert [name for _, name, _ in runs.read(key, 0, 0).events] == ["text", "done"]
 
 
 @pytest.mark.parametrize(
@@ -348,6 +371,15 @@ def test_bad_flags_are_one_error_line(argv, message, capsys, monkeypatch) -> Non
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_without_redis_py_a_redis_url_is_one_error_line_naming_the_install(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['redis'] = None  # as if not installed\n"
+    code += "from ink_py.second_article.relay import create_app; create_app()"
+    env = cli_env(INK_REDIS_URL="redis://127.0.0.1:9/0", INK_WORKSPACE=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 4  # create_app's exit code for a setting it cannot use: gunicorn halts
+    assert done.stderr == "error: a Redis URL needs redis-py: pip install -e '.[redis]'\n"
+
+
 def test_a_port_in_use_is_one_error_line(capsys, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with socket.socket() as taken:
@@ -410,7 +442,7 @@ def test_a_session_continues_the_conversation_and_another_starts_afresh(relay: R
 
 def test_an_aborted_reply_leaves_nothing_partial_in_the_session(relay_for, workspace) -> None:
     with start_model_server(port=0, scenario="slow", delay=0) as model:
-        server = relay_for(model.base_url)
+        server = relay_for(model.base_url, run_log=MemoryRuns(grace=GRACE))
         response = requests.get(
             f"{server.url}chat/stream", params={"query": "慢慢说", "session": "session-abort"}, stream=True, timeout=10
         )

@@ -5,7 +5,9 @@ Skips, saying why, when ``selenium`` (pip), ``chromium`` or ``chromedriver`` (De
 ``apt-get install chromium chromium-driver``) is missing; CI installs all three. Covers:
 the README question asked from the page — the answer streamed into #output, the tool
 call on its own line in #tools, the button disabled while streaming and enabled again
-by ``done`` — and a tab that navigates away mid-answer aborting the run on the server.
+by ``done`` — a tab that navigates away mid-answer stopping the run on the server, and
+(issue 27) a connection a proxy drops mid-answer: the page reconnects by itself and shows
+the whole answer exactly once; the stop button; a reloaded page offering the rest.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
-from ink_py.second_article.relay import RelayServer, make_relay_server
+from ink_py.second_article.relay import RelayApp, RelayServer, make_relay_server, run_settings
 
 from .fake_server import FakeModelServer, Reply
 from .helpers import text_reply, tool_reply
+from .redis_servers import SlowProxy, read_events
 
 try:
     from selenium import webdriver
@@ -273,3 +277,128 @@ def test_tool_call_ids_that_name_object_members_get_their_lines(browser, tmp_pat
             assert text_of(browser, "output") == "读完了。"
         finally:
             relay.close()
+
+
+# ── issue 27: a dropped connection, the stop button, a reload ───────────────────────────
+
+
+class DroppingProxy(SlowProxy):
+    """Between the page and the relay: the first event stream it carries is cut after ``texts``
+    text events (both sockets closed, as a network that drops); everything else passes."""
+
+    def __init__(self, texts: int) -> None:
+        self.texts, self.dropped = texts, 0
+        super().__init__(target=0)  # the relay's port, set once it listens
+
+    def down(self, upstream: socket.socket, client: socket.socket) -> None:
+        seen = b""
+        try:
+            while piece := upstream.recv(65536):
+                client.sendall(piece)
+                seen += piece
+                if not self.dropped and b"text/event-stream" in seen and seen.count(b"event: text") >= self.texts:
+                    self.dropped += 1
+                    break  # the network drops, mid-answer
+        except OSError:
+            pass
+        for end in (client, upstream):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def watch_status(browser: Any) -> None:
+    """Record every status line the page shows (window.statusSeen)."""
+    browser.execute_script(
+        "window.statusSeen = [];"
+        "new MutationObserver(() => statusSeen.push(statusEl.textContent))"
+        ".observe(statusEl, {childList: true, characterData: true, subtree: true});"
+    )
+
+
+def log_text(relay_url: str, browser: Any) -> str:
+    """The text of the page's current answer as the server's log has it, start to end, as the page
+    lays it out (a blank line between the replies before and after a tool call)."""
+    session, run = browser.execute_script("return [session, run.id]")
+    response = requests.get(f"{relay_url}chat/stream", params={"session": session, "run": run}, timeout=30)
+    text, new_paragraph = "", False
+    for event in read_events(response):
+        if event["event"] == "tool_start":
+            new_paragraph = True
+        elif event["event"] == "text":
+            text += ("\n\n" if new_paragraph and text else "") + event["data"]["text"]
+            new_paragraph = False
+    return text
+
+
+def test_a_connection_dropped_mid_answer_reconnects_by_itself_and_shows_the_answer_once(browser, tmp_path) -> None:
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    proxy = DroppingProxy(texts=6)
+    with start_model_server(port=0, delay=0.03) as model:  # slow enough to be cut in the middle
+        settings = run_settings(
+            provider_factory=lambda: OpenAICompletionsProvider(model.base_url), model="ink-scripted", workspace=tmp_path
+        )
+        relay = RelayServer(("127.0.0.1", 0), RelayApp(settings, hosts=[f"127.0.0.1:{proxy.port}"])).start()
+        proxy.target = relay.server_address[1]
+        try:
+            browser.get(f"http://127.0.0.1:{proxy.port}/")
+            watch_status(browser)
+            browser.find_element(By.ID, "send").click()
+            wait_done(browser)
+            assert proxy.dropped == 1
+            seen = browser.execute_script("return statusSeen")
+            assert "状态：重新连接中…" in seen and "状态：已恢复" in seen
+            assert seen.index("状态：重新连接中…") < seen.index("状态：已恢复")
+            resumed = text_of(browser, "output")
+            shown = browser.execute_script("return segments.map((part) => part.text).join('')")
+            assert shown == log_text(relay.url, browser)  # every text event once: no gap, no repeat
+            assert len(relay.runs) == 1 and len(model.requests) == 2  # the reconnect resumed the run, not a new one
+            [line] = browser.find_elements(By.CSS_SELECTOR, "#tools li")
+            assert line.text == '✓ read {"path":"README.md"} · ok · 63 B'
+
+            browser.get(relay.url)  # the same question, uninterrupted
+            ask(browser, "读取 README.md,告诉我项目怎样启动")
+            wait_done(browser)
+            assert text_of(browser, "output") == resumed
+        finally:
+            relay.close()
+            proxy.close()
+
+
+def test_the_stop_button_stops_the_run_on_the_server(browser, relay_on) -> None:
+    relay = relay_on("slow")
+    browser.get(relay.url)
+    stop = browser.find_element(By.ID, "stop")
+    assert not stop.is_displayed()
+    ask(browser, "讲一段慢慢的回答")
+    wait_for(browser, lambda: len(text_of(browser, "output")) >= 4, "the first words")
+    assert stop.is_displayed()
+    stop.click()
+    wait_for(browser, lambda: "已停止" in text_of(browser, "status"), "the stopped done event")
+    assert text_of(browser, "status").startswith("状态：已停止 · ")  # the aborted turn counts no tokens
+    assert list(relay.runs) == [{"query": "讲一段慢慢的回答", "stopReason": "aborted"}]
+    assert browser.find_element(By.ID, "send").is_enabled() and not stop.is_displayed()
+    assert browser.execute_script("return es") is None
+
+
+def test_a_reloaded_page_offers_the_rest_of_its_unfinished_answer(browser, relay_on) -> None:
+    relay = relay_on("slow")
+    browser.get(relay.url)
+    ask(browser, "讲一段慢慢的回答")
+    wait_for(browser, lambda: len(text_of(browser, "output")) >= 6, "the first words")
+    browser.refresh()  # beforeunload: the answer so far is kept in sessionStorage, and the run stopped
+    resume = browser.find_element(By.ID, "resume")
+    wait_for(browser, resume.is_displayed, "the offer")
+    assert text_of(browser, "status") == "状态：上次的回答没有显示完"
+    assert text_of(browser, "question") == "问:讲一段慢慢的回答"
+    before = text_of(browser, "output")
+    assert len(before) >= 6  # what was shown, shown again
+    resume.click()  # after=: only what the page had not shown
+    wait_for(browser, lambda: "已停止" in text_of(browser, "status"), "the rest and its end")
+    shown = browser.execute_script("return segments.map((part) => part.text).join('')")
+    assert shown.startswith(before) and shown == log_text(relay.url, browser)
+    assert list(relay.runs) == [{"query": "讲一段慢慢的回答", "stopReason": "aborted"}]
+    browser.refresh()
+    time.sleep(0.3)
+    assert not browser.find_element(By.ID, "resume").is_displayed()  # a finished answer is not offered again

@@ -77,6 +77,22 @@ def test_a_malformed_session_is_refused(relay: RelayServer, session: str, status
     assert response.status_code == status and words in response.json()["error"]
 
 
+def test_stop_takes_only_a_post_of_this_sites_page_naming_a_run(relay: RelayServer) -> None:
+    stop = f"{relay.url}chat/stop"
+    run = {"run": "0b6f2a4e-8d1c-4a57-9e3b-2f7c1d9a6b10", "session": "3f2a9c1e-0b7d"}
+    got = requests.get(stop, params=run, timeout=WAIT_SECONDS)
+    assert got.status_code == 405 and got.headers["Allow"] == "POST" and "use POST" in got.json()["error"]
+    foreign = requests.post(stop, params=run, headers={"Origin": "http://evil.example"}, timeout=WAIT_SECONDS)
+    assert foreign.status_code == 403  # a form on another site cannot stop your answer
+    beacon = {"Origin": relay.url.rstrip("/"), "Sec-Fetch-Site": "same-origin", "Content-Type": "text/plain"}
+    unknown = requests.post(stop, params=run, headers=beacon, data=b"", timeout=WAIT_SECONDS)
+    assert unknown.status_code == 404 and "no answer" in unknown.json()["error"]  # sendBeacon's shape: passes
+    nameless = requests.post(stop, params={"session": run["session"]}, timeout=WAIT_SECONDS)
+    assert nameless.status_code == 400 and "missing ?run=" in nameless.json()["error"]
+    bad = requests.post(stop, params={"run": "x!"}, timeout=WAIT_SECONDS)
+    assert bad.status_code == 400 and "run must be 8 to 64" in bad.json()["error"]
+
+
 # ── other sites and other host names ────────────────────────────────────────────────────
 
 

@@ -171,20 +171,21 @@ def test_mounted_under_a_path_prefix_the_page_and_its_stream_are_found(server: s
 
 
 @both
-def test_a_browser_that_leaves_after_the_first_text_stops_the_model_request(server: str, serve) -> None:
+def test_a_browser_that_leaves_and_does_not_come_back_stops_the_model_request(server: str, serve) -> None:
     def first_word_then_silence(conn: socket.socket, model: RawServer) -> None:
         model.read_request(conn)
         conn.sendall(SSE_HEAD + sse({"choices": [{"index": 0, "delta": {"content": "一"}}]}))
         model.wait_for_hang_up(conn, 60)  # the model thinks on, its connection open
 
     with RawServer(first_word_then_silence) as model:
-        relay = serve(server, **model_env(model))
+        relay = serve(server, **model_env(model, INK_RESUME_GRACE="0.5"))
         response = requests.get(f"{relay.url}chat/stream", params={"query": "讲个长故事"}, stream=True, timeout=30)
         for event in parse_sse(response.iter_content(chunk_size=None)):
             if event["event"] == "text":
                 break  # the first words are on screen: now the browser leaves
         response.close()
-        # a keep-alive every 2 s: the second write after the hang-up fails, close() aborts the run
+        # a keep-alive every 2 s: the second write after the hang-up fails, close() unsubscribes; no reader
+        # for INK_RESUME_GRACE, the run is aborted
         assert model.closed_by_client.wait(WAIT_SECONDS), "the model request was still open"
         assert len(model.requests) == 1  # and no further model request was made
 

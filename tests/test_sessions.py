@@ -1,8 +1,11 @@
-"""The relay's conversation stores (second_article/sessions.py): in memory, and in a SQLite file.
+"""The relay's conversation stores (second_article/sessions.py): in memory, in a SQLite file, in Redis.
 
-Both keep the same promises, in one table of cases: a session continues its history; one
-run at a time (409); a conversation too long to continue gets 413; at most SESSIONS_KEPT,
-the least recently used forgotten first. The SQLite store also: every process sees every
+All keep the same promises, in one table of cases: a session continues its history; one
+run at a time (409); a conversation too long to continue gets 413; memory and SQLite keep at
+most SESSIONS_KEPT, the least recently used forgotten first (Redis: an expiry instead). The
+Redis store (redis_conversations.py, a real ``redis-server`` started here; skipped, saying why,
+where it or redis-py is absent) also: a damaged entry is one line, its keys expire, and a worker
+that died holding a session frees it after the lease. The SQLite store also: every process sees every
 conversation (two relays on one file continue each other's), two processes never hold one
 session at once, a worker that died holding one frees it after the lease, a damaged or
 hostile file is refused with one line, and any text (a lone surrogate too) survives.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +30,37 @@ from ink_py.second_article.guards import BadRequest
 from ink_py.second_article.relay import make_relay_server
 from ink_py.second_article.sessions import Conversations, SessionStore, SqliteConversations, open_store
 
+from .redis_servers import NEEDS_REDIS, RedisServer
 from .test_relay import README, README_QUESTION, ask_in, named, streamed_text
 
 HELLO = {"role": "user", "content": "你好"}
+needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.kill()
+
+
+def redis_store(server: RedisServer) -> SessionStore:
+    from ink_py.second_article.redis_conversations import RedisConversations
+    from ink_py.second_article.stores import connect_redis
+
+    return RedisConversations(connect_redis(server.url))
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=needs_redis)])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SessionStore]:
-    """A new store of either kind; for SQLite, each call opens the same file (as another worker would)."""
+    """A new store of any kind; for SQLite and Redis, each call opens the same store (as another worker would)."""
     if request.param == "memory":
         store = Conversations()
         return lambda: store
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        server.client().flushdb()
+        return lambda: redis_store(server)
     return lambda: SqliteConversations(tmp_path / "conversations.db")
 
 
@@ -66,7 +89,9 @@ def test_a_conversation_too_long_to_continue_gets_413(make_store, monkeypatch) -
     assert refusal(lambda: store.hold("session-1"))[0] == 413  # and it is not left held
 
 
-def test_the_least_recently_used_are_forgotten_first(make_store, monkeypatch) -> None:
+def test_the_least_recently_used_are_forgotten_first(make_store, monkeypatch, request) -> None:
+    if "redis" in request.node.callspec.id:
+        return  # Redis bounds conversations by their expiry: test_redis_conversations_expire
     monkeypatch.setattr(sessions, "SESSIONS_KEPT", 2)
     store = make_store()
     for name in ("session-a1", "session-b2"):
@@ -189,3 +214,59 @@ def test_two_relays_on_one_file_continue_each_others_conversations(tmp_path: Pat
             for relay in relays:
                 relay.close()
     assert "没有再读一次" in streamed_text(follow_up) and named(follow_up, "done")[0]["messages"] == 6
+
+
+# ── Redis ───────────────────────────────────────────────────────────────────────────────
+
+
+@needs_redis
+def test_redis_conversations_expire_and_a_dead_workers_lock_frees_itself(
+    redis_server: RedisServer, monkeypatch
+) -> None:
+    from ink_py.second_article.redis_conversations import CONVERSATION_TTL_SECONDS, conversation_keys
+
+    redis_server.client().flushdb()
+    monkeypatch.setattr(sessions, "LEASE_SECONDS", 0.6)  # the lock of a worker that died holding it
+    store = redis_store(redis_server)
+    store.release("session-x", store.hold("session-x") + [HELLO])
+    ttls = redis_server.keys_and_ttls()
+    assert list(ttls) == [conversation_keys("session-x")[0]]  # the lock is gone with the release
+    assert 0 < ttls[conversation_keys("session-x")[0]] <= CONVERSATION_TTL_SECONDS * 1000
+    redis_server.client().set(conversation_keys("session-x")[1], "dead-worker", px=600)  # a killed worker's hold
+    assert refusal(lambda: store.hold("session-x"))[0] == 409
+    time.sleep(1.0)  # its lease runs out: nobody renews it
+    assert store.hold("session-x") == [HELLO]
+    assert all(ttl > 0 for ttl in redis_server.keys_and_ttls().values())  # the new lock expires too
+
+
+@needs_redis
+@pytest.mark.parametrize(
+    ("fields", "status", "words"),
+    [
+        ({"h": "not json", "c": "8"}, 500, "damaged (not a JSON list)"),
+        ({"h": '[{"role": "system", "content": "x"}]', "c": "3"}, 500, "damaged (role must be"),
+        ({"h": "[]", "c": "many"}, 500, "stored size is damaged"),
+        ({"h": "[]", "c": str(10**9)}, 413, "too long"),  # never loaded at all
+    ],
+)
+def test_a_damaged_redis_entry_is_refused_with_one_line(
+    redis_server: RedisServer, fields: dict[str, str], status: int, words: str
+) -> None:
+    from ink_py.second_article.redis_conversations import conversation_keys
+
+    redis_server.client().flushdb()
+    redis_server.client().hset(conversation_keys("session-x")[0], mapping=fields)
+    store = redis_store(redis_server)
+    got, message = refusal(lambda: store.hold("session-x"))
+    assert (got, words in message) == (status, True), message
+    assert redis_server.client().exists(conversation_keys("session-x")[1]) == 0  # not left held
+    assert store.hold("session-other") == []
+
+
+@needs_redis
+def test_an_unreachable_redis_is_a_503_not_a_traceback(tmp_path: Path) -> None:
+    doomed = RedisServer(tmp_path / "redis")
+    store = redis_store(doomed)
+    doomed.kill()  # Redis goes away after the relay started
+    status, message = refusal(lambda: store.hold("session-x"))
+    assert status == 503 and message.startswith("the conversation store is unavailable: ")

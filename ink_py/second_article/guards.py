@@ -4,10 +4,10 @@ The article's relay answers whoever asks. This one listens on 127.0.0.1 unless t
 otherwise (``is_loopback``), refuses runs started by other sites (``Sec-Fetch-Site``,
 ``Origin``) or reached through a foreign host name (``Host``, DNS rebinding), unless
 bound beyond this machine or the name is in ``INK_ALLOWED_HOSTS`` (``answers_any_host``):
-see ``foreign_request``. It answers a question over 4000 characters with 413 and a malformed
-session id with 400 (``question_from``, ``session_from``: a ``BadRequest`` each), and
-serves its page with a CSP that lets only the page's own inline script and style run
-(``page_headers``).
+see ``foreign_request``. It answers a question over 4000 characters with 413, a malformed
+session or run id and a resume point that is not an event id with 400 (``question_from``,
+``session_from``, ``run_from``, ``resume_point``: a ``BadRequest`` each), and serves its
+page with a CSP that lets only the page's own inline script and style run (``page_headers``).
 
     >>> question_from("query=%E8%AF%BB%E5%8F%96+README.md")
     '读取 README.md'
@@ -24,7 +24,8 @@ from typing import Protocol
 from urllib.parse import parse_qs
 
 MAX_QUERY_CHARS = 4000  # a longer question gets 413, before any model is asked
-_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")  # a UUID from crypto.randomUUID() fits; so do older forms
+_EVENT_ID = re.compile(r"[0-9]{1,9}")  # ASCII digits only ([0-9], not \d: "١٢" is no event id)
 
 
 # ── the question and the session of /chat/stream ────────────────────────────────────────
@@ -67,12 +68,52 @@ def session_from(query_string: str) -> str | None:
     >>> session_from("query=hi"), session_from("query=hi&session=3f2a9c1e-0b7d")
     (None, '3f2a9c1e-0b7d')
     """
-    values = parse_qs(query_string, keep_blank_values=True, errors="replace").get("session")
+    return _id_from(query_string, "session")
+
+
+def run_from(query_string: str) -> str | None:
+    """Beyond the article: the optional ``run`` parameter, the answer's own id (the page makes one
+    per question with ``crypto.randomUUID()``); BadRequest if malformed.
+
+    >>> run_from("query=hi&run=0b6f2a4e-8d1c-4a57-9e3b-2f7c1d9a6b10")
+    '0b6f2a4e-8d1c-4a57-9e3b-2f7c1d9a6b10'
+    """
+    return _id_from(query_string, "run")
+
+
+def _id_from(query_string: str, name: str) -> str | None:
+    values = parse_qs(query_string, keep_blank_values=True, errors="replace").get(name)
     if values is None:
         return None
     if not _SESSION_ID.fullmatch(values[0]):
-        raise BadRequest(400, "session must be 8 to 64 letters, digits, - or _")
+        raise BadRequest(400, f"{name} must be 8 to 64 letters, digits, - or _ (a UUID)")
     return values[0]
+
+
+def resume_point(query_string: str, last_event_id: str | None) -> int | None:
+    """Beyond the article: the id of the last event a client has, or None (it has none).
+    EventSource's ``Last-Event-ID`` header (sent when it reconnects) wins over ``after=``
+    (a reloaded page's): it is the newer of the two. BadRequest unless a whole number.
+
+    >>> resume_point("after=12", None), resume_point("after=12", "40"), resume_point("", None)
+    (12, 40, None)
+    >>> try:
+    ...     resume_point("after=-1", None)
+    ... except BadRequest as bad:
+    ...     print(bad.status, bad)
+    400 after must be an event id, a whole number from 0 to 999999999 (got '-1')
+    """
+    if last_event_id:  # an empty header is no id: EventSource sends none until it has one
+        source, value = "Last-Event-ID", last_event_id
+    else:
+        values = parse_qs(query_string, keep_blank_values=True, errors="replace").get("after")
+        if values is None:
+            return None
+        source, value = "after", values[0]
+    if not _EVENT_ID.fullmatch(value):
+        shown = ascii(value[:20]) + ("…" if len(value) > 20 else "")  # a header may be long, or latin-1 bytes
+        raise BadRequest(400, f"{source} must be an event id, a whole number from 0 to 999999999 (got {shown})")
+    return int(value)
 
 
 # ── who may ask: other sites, foreign host names ────────────────────────────────────────

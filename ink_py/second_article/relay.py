@@ -1,16 +1,20 @@
 """The relay: the agent streamed to a browser page over SSE — the second article's §二, §六, §七.
 
-One standard WSGI application (PEP 3333), ``RelayApp``, with two routes:
+One standard WSGI application (PEP 3333), ``RelayApp``, with three routes:
 
     GET ./                      page.html — one EventSource, a send button, the answer as it arrives
     GET ./chat/stream?query=…   runs the agent once and streams its events as SSE (stream.py)
                  …&session=ID   the same, continuing that conversation (sessions.py)
+                 …&run=ID       beyond §七: the answer's id; asked again (Last-Event-ID or after=N),
+                                it resumes that run instead of starting one (runs.py, follow.py)
+    POST ./chat/stop?run=ID     stops that run, on whichever worker or host runs it (producer.py)
 
 Any WSGI server runs it; ``create_app()`` takes its settings from the environment —
 ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``INK_MODEL``, ``INK_API`` (the built-in scripted
 model when there is no base URL, as ``ink-py`` does), ``INK_WORKSPACE`` (the folder the
-read tool may read), ``INK_SESSION_DB`` (conversations in a SQLite file, for several
-workers) and ``INK_ALLOWED_HOSTS`` (host names a proxy in front passes on)::
+read tool may read), ``INK_SESSION_DB`` or ``INK_REDIS_URL`` (where conversations and runs
+live: stores.py), ``INK_RESUME_GRACE``, ``INK_RUN_TTL`` and ``INK_ALLOWED_HOSTS`` (host
+names a proxy in front passes on)::
 
     gunicorn -k gthread --threads 64 'ink_py.second_article.relay:create_app()'
     waitress-serve --threads 64 --call ink_py.second_article.relay:create_app
@@ -19,8 +23,8 @@ The page's URLs are relative, so it works mounted under a prefix (``SCRIPT_NAME`
 ``ink-py serve`` runs the same application on ``wsgi_server.py`` (standard library only).
 What the relay refuses is ``guards.py``; docs/relay-wsgi.md says how to deploy it.
 
-    >>> parse_args([]).port, STREAM_PATH
-    (8000, '/chat/stream')
+    >>> parse_args([]).port, STREAM_PATH, STOP_PATH
+    (8000, '/chat/stream', '/chat/stop')
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ import json
 import os
 import sys
 import threading
+import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from ..arguments import CliParser, UsageError, cannot_listen, encodable_text, port_number, positive_int
 from ..cli import (
@@ -50,6 +55,7 @@ from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TO
 from ..core.messages import AgentMessage
 from ..runner import with_tool_choice
 from ..terminal import terminal_safe
+from .follow import Item, follow
 from .guards import (
     BadRequest,
     answers_any_host,
@@ -57,10 +63,15 @@ from .guards import (
     is_loopback,
     page_headers,
     question_from,
+    resume_point,
+    run_from,
     session_from,
 )
-from .sessions import Conversations, SessionStore, open_store
-from .stream import ProviderFactory, Run, RunSettings, Send, SseBody, run_query
+from .producer import STOPPED, Event, Producers, Send
+from .runs import GONE, NO_SESSION, MemoryRuns, RunKey, RunLog, StoreError
+from .sessions import Conversations, SessionStore
+from .stores import env_redis_url, open_stores
+from .stream import ProviderFactory, RunSettings, SseBody, run_query
 from .wsgi_server import DISCONNECTED, WsgiServer
 
 if TYPE_CHECKING:
@@ -69,6 +80,7 @@ if TYPE_CHECKING:
 RUNS_KEPT = 100  # how many finished runs RelayApp.runs remembers
 APP_LOAD_ERROR = 4  # create_app's exit code for a bad setting (gunicorn's Arbiter.APP_LOAD_ERROR)
 STREAM_PATH = "/chat/stream"
+STOP_PATH = "/chat/stop"
 NOSNIFF = ("X-Content-Type-Options", "nosniff")  # beyond the article: on every response
 SSE_HEADERS = [
     ("Content-Type", "text/event-stream; charset=utf-8"),
@@ -76,6 +88,9 @@ SSE_HEADERS = [
     ("X-Accel-Buffering", "no"),  # nginx in front: pass each event on at once
     NOSNIFF,
 ]
+REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found"}
+REASONS |= {405: "Method Not Allowed", 409: "Conflict", 413: "Content Too Large", 500: "Internal Server Error"}
+REASONS |= {503: "Service Unavailable"}
 StartResponse = Callable[..., Any]
 
 
@@ -85,28 +100,38 @@ StartResponse = Callable[..., Any]
 class RelayApp:
     """The relay as a WSGI application: ``app(environ, start_response)`` → the response body."""
 
-    def __init__(self, settings: RunSettings, store: SessionStore | None = None, hosts: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        store: SessionStore | None = None,
+        hosts: Iterable[str] = (),
+        run_log: RunLog | None = None,
+    ) -> None:
         self.settings = settings
         self.allowed_hosts = tuple(hosts)  # INK_ALLOWED_HOSTS: the Host names a proxy in front passes on
         self.store: SessionStore = store if store is not None else Conversations()
+        self.run_log: RunLog = run_log if run_log is not None else MemoryRuns()  # beyond §七: answers kept
+        self.producers = Producers(self.run_log)
         # {"query", "stopReason"} or {"query", "error"}, as runs end: for tests and the curious
         self.runs: deque[dict[str, Any]] = deque(maxlen=RUNS_KEPT)
         self.closers: list[Callable[[], None]] = []  # run by close(): the built-in model, if any
-        self._active: set[AbortController] = set()
-        self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
             return self._route(environ, start_response)
         except BadRequest as bad:
-            headers = [("Allow", "GET")] if bad.status == 405 else []
-            return json_reply(start_response, bad.status, {"error": str(bad)}, headers)
+            allow = "POST" if environ.get("PATH_INFO") == STOP_PATH else "GET"
+            return json_reply(start_response, bad.status, {"error": str(bad)}, [("Allow", allow)] * (bad.status == 405))
+        except StoreError as err:  # the run store failed before the response began
+            return json_reply(start_response, 503, {"error": f"the run store is unavailable: {err}"})
 
     def _route(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if environ["REQUEST_METHOD"] != "GET":
+        path, method = environ.get("PATH_INFO", ""), environ["REQUEST_METHOD"]
+        if method != ("POST" if path == STOP_PATH else "GET"):
+            if path == STOP_PATH:
+                raise BadRequest(405, f"use POST {STOP_PATH}?run=…&session=… (what the page's stop button sends)")
             raise BadRequest(405, f"use GET {STREAM_PATH}?query=… (EventSource only sends GET)")
-        refusal = foreign_request(
+        refusal = foreign_request(  # the POST of chat/stop too: navigator.sendBeacon sends the page's Origin
             request_headers(environ),
             int(environ.get("SERVER_PORT") or 0),
             not answers_any_host(environ.get("SERVER_NAME", ""), self.allowed_hosts),
@@ -128,30 +153,72 @@ class RelayApp:
             return [body]
         if path == STREAM_PATH:
             return self._stream(environ, start_response)
+        if path == STOP_PATH:
+            return self._stop(environ, start_response)
         where = (environ.get("SCRIPT_NAME", "") + path).encode("latin-1", "replace").decode("utf-8", "replace")
         raise BadRequest(404, f"not found: {where[:200]} (try ./ or ./chat/stream?query=…)")  # PEP 3333: bytes
 
     def _stream(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         query_string = environ.get("QUERY_STRING", "")
-        query = question_from(query_string)  # 400 / 413 before any model is asked
+        asked = "query" in parse_qs(query_string, keep_blank_values=True)  # a resume may leave the question out
+        query = question_from(query_string) if asked else None  # 400 / 413 before any model is asked
         session = session_from(query_string)
-        history = self.store.hold(session) if session is not None else []  # 409 while it is answering
-        controller = AbortController()  # this browser's run, and only it
-
-        def answer(send: Send) -> None:  # on the run's own thread
-            with self.tracking(controller):
-                try:
-                    record, last = run_query(self.settings, query, send, controller, history)
-                finally:
-                    if session is not None:
-                        self._put_away(session, history)  # before `done`: a next question may come at once
-                send(*last)
-            self.runs.append(record)
-
+        run = run_from(query_string) or str(uuid.uuid4())  # beyond §七: a request without one gets one
+        after = resume_point(query_string, environ.get("HTTP_LAST_EVENT_ID"))  # beyond §七: a reconnect, a reload
+        key = (session or NO_SESSION, run)  # another session's run id names another (unknown) run
+        found = self.run_log.status(key)
+        if found.state == "unknown":
+            if after is not None:  # a resume of what expired or never was: say so, once
+                return self._events(start_response, run, iter([(None, "error", {"message": GONE})]))
+            query = query if query is not None else question_from(query_string)  # 400: a new run needs one
+            token = self.run_log.claim(key)
+            if token is not None:
+                self._start(key, token, query, session)
+            after = 0  # the run's own first reader, or one that lost the race to start it: from the start
+        elif after is not None and after >= found.last and found.state == "ended":
+            start_response("204 No Content", [("Cache-Control", "no-cache"), NOSNIFF])
+            return []  # WHATWG: 204 tells EventSource to stop reconnecting
+        elif after is not None and after > found.last:
+            message = f"no event {after} in this answer yet (it has {found.last}): the id is not one it sent"
+            return self._events(start_response, run, iter([(None, "error", {"message": message})]))
         probe = environ.get(DISCONNECTED) or environ.get("waitress.client_disconnected") or never
-        run = Run(answer, controller, self.settings.keep_alive_seconds, probe)
-        start_response("200 OK", SSE_HEADERS)
-        return SseBody(run.start())
+        items = follow(self.run_log, key, after or 0, self.settings.keep_alive_seconds, probe)
+        return self._events(start_response, run, items)
+
+    def _events(self, start_response: StartResponse, run: str, items: Iterator[Item]) -> SseBody:
+        start_response("200 OK", [*SSE_HEADERS, ("Ink-Run", run)])  # the run's id, for curl and scripts
+        return SseBody(items)
+
+    def _start(self, key: RunKey, token: int, query: str, session: str | None) -> None:
+        """Start the run ``key`` claimed with ``token``: hold its conversation, run the agent (producer.py)."""
+        try:
+            history = self.store.hold(session) if session is not None else []  # 409 while it is answering
+        except BaseException:
+            self.run_log.forget(key, token)  # never started: the same id may ask again
+            raise
+        controller = AbortController()  # this run's, and only its
+
+        def answer(send: Send) -> Event:  # on the run's own thread
+            try:
+                record, last = run_query(self.settings, query, send, controller, history)
+            finally:
+                if session is not None:
+                    self._put_away(session, history)  # before `done`: a next question may come at once
+            self.runs.append(record)
+            return last
+
+        self.producers.start(key, token, controller, answer)
+
+    def _stop(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """Beyond §七: ``POST chat/stop?run=R&session=S`` — the page's stop button and beforeunload."""
+        query_string = environ.get("QUERY_STRING", "")
+        session, run = session_from(query_string), run_from(query_string)
+        if run is None:
+            raise BadRequest(400, f"missing ?run=… (the answer to stop): POST {STOP_PATH}?run=…&session=…")
+        state = self.run_log.stop((session or NO_SESSION, run), STOPPED)
+        if state == "unknown":  # or another session's: the same answer, nothing of it touched
+            raise BadRequest(404, f"no answer {run} in this session (it ended over INK_RUN_TTL ago, or never ran)")
+        return json_reply(start_response, 202 if state == "running" else 200, {"run": run, "state": state})
 
     def _put_away(self, session: str, history: list[AgentMessage]) -> None:
         try:
@@ -159,23 +226,11 @@ class RelayApp:
         except Exception as err:  # the store failed: the answer was shown, this turn is not kept
             print(f"ink-py serve: could not keep conversation {session}: {terminal_safe(str(err))}", file=sys.stderr)
 
-    @contextmanager
-    def tracking(self, controller: AbortController) -> Iterator[None]:
-        with self._lock:
-            self._active.add(controller)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._active.discard(controller)
-
     def close(self) -> None:
-        """Abort every run in flight, close the store and what ``closers`` lists."""
-        with self._lock:
-            active = list(self._active)
-        for controller in active:
-            controller.abort("the server is shutting down")
+        """Abort every run in flight (each writes its last event), close the stores and what ``closers`` lists."""
+        self.producers.close()
         self.store.close()
+        self.run_log.close()
         for closer in self.closers:
             closer()
 
@@ -195,10 +250,8 @@ def json_reply(
     start_response: StartResponse, status: int, value: Any, headers: list[tuple[str, str]] | None = None
 ) -> list[bytes]:
     body = json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace")
-    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict"}
-    more = {413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
     start_response(
-        f"{status} {reason.get(status) or more.get(status, 'Error')}",
+        f"{status} {REASONS.get(status, 'Error')}",
         [
             ("Content-Type", "application/json; charset=utf-8"),
             ("Content-Length", str(len(body))),
@@ -244,7 +297,8 @@ def app_for(args: argparse.Namespace) -> tuple[RelayApp, ModelServer | None]:
             max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
         )
         hosts = [name.strip() for name in os.environ.get("INK_ALLOWED_HOSTS", "").split(",") if name.strip()]
-        app = RelayApp(settings, open_store(os.environ.get("INK_SESSION_DB")), hosts)
+        store, run_log = open_stores(env_redis_url(args.redis), os.environ)  # UsageError: exit 4, before any request
+        app = RelayApp(settings, store, hosts, run_log)
     except BaseException:
         if model_server is not None:
             model_server.close()
@@ -310,6 +364,7 @@ def make_relay_server(
     host: str = "127.0.0.1",
     port: int = 0,
     store: SessionStore | None = None,
+    run_log: RunLog | None = None,
     **more: Any,
 ) -> RelayServer:
     """Bind the relay (OSError if the port is taken); call ``.start()`` or ``.serve_forever()``.
@@ -319,7 +374,7 @@ def make_relay_server(
     (``max_turns=3``, ``keep_alive_seconds=0.05`` …).
     """
     settings = run_settings(provider_factory=provider_factory, model=model, workspace=str(workspace), **more)
-    return RelayServer((host, port), RelayApp(settings, store))
+    return RelayServer((host, port), RelayApp(settings, store, run_log=run_log))
 
 
 def run_settings(**given: Any) -> RunSettings:
@@ -338,7 +393,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = CliParser(
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
-        epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file (see docs/relay-wsgi.md)",
+        epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file; INK_RESUME_GRACE, "
+        "INK_RUN_TTL (see docs/relay-wsgi.md)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")
@@ -357,6 +413,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--serial-tools", action="store_true", help="run tool calls one at a time (default: reads run side by side)"
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        type=encodable_text,
+        help="keep conversations and answers in Redis (redis://HOST:PORT/DB; default: INK_REDIS_URL, else memory)",
     )
     return parser.parse_args(argv)
 

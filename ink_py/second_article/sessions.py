@@ -7,8 +7,8 @@ run holds it, 413 once it is longer than ``MAX_SESSION_CHARS`` as JSON) and ``re
 (the history as the run left it). At most ``SESSIONS_KEPT`` are kept, the least recently
 used forgotten first. ``Conversations`` keeps them in this process's memory (``ink-py
 serve``'s default); ``SqliteConversations`` in a SQLite file (``INK_SESSION_DB=FILE``), so
-that every worker process of a server sees every conversation. A store for several
-machines (Redis, a database server) is a class with the same three methods.
+that every worker process of a server sees every conversation; ``RedisConversations``
+(redis_conversations.py) in Redis, for several machines.
 
     >>> store = Conversations()
     >>> history = store.hold("session-1")
@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from typing import Protocol
 
@@ -123,6 +123,48 @@ DB_TIMEOUT_SECONDS = 10.0  # how long one call waits for another process's write
 MAX_STORED_CHARS = 6 * MAX_SESSION_CHARS + 1000  # an ASCII JSON text longer than this was not written by us
 
 
+class Leases:
+    """The sessions this process holds, under one owner name, and a thread that renews their
+    leases every LEASE_SECONDS / 3 while the process lives (``renew(owner, held)``)."""
+
+    def __init__(self, renew: Callable[[str, list[str]], None]) -> None:
+        self.held: set[str] = set()
+        self._renew = renew
+        self._lock = threading.Lock()
+        self._pid = -1  # the process the owner name and the renewer belong to (a fork starts afresh)
+        self._owner = ""
+        self._stop = threading.Event()
+
+    def owner(self) -> str:
+        """This process's owner name; the first call in a process starts its renewer."""
+        with self._lock:
+            if self._pid != os.getpid():  # first use here, or a forked worker: nothing held yet
+                self._pid, self._owner, self.held = os.getpid(), uuid.uuid4().hex, set()
+                start_thread(threading.Thread(target=self._run, args=(self._owner,), name="ink-lease", daemon=True))
+            return self._owner
+
+    def add(self, session: str) -> None:
+        with self._lock:
+            self.held.add(session)
+
+    def discard(self, session: str) -> None:
+        with self._lock:
+            self.held.discard(session)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _run(self, owner: str) -> None:
+        while not self._stop.wait(LEASE_SECONDS / 3):
+            with self._lock:
+                held = sorted(self.held)
+            if held:
+                try:
+                    self._renew(owner, held)
+                except Exception:
+                    pass  # busy or unreachable for a moment: the next round tries again
+
+
 class SqliteConversations:
     """In a SQLite file, for servers with several worker processes (``gunicorn -w 4``).
 
@@ -134,11 +176,7 @@ class SqliteConversations:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._lock = threading.Lock()
-        self._held: set[str] = set()  # sessions this process holds
-        self._pid = -1  # the process _owner and the renewer belong to (a fork starts afresh)
-        self._owner = ""
-        self._stop = threading.Event()
+        self._leases = Leases(self._renew)
         try:
             with closing(sqlite3.connect(self.path, timeout=DB_TIMEOUT_SECONDS, isolation_level=None)) as db:
                 db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
@@ -148,7 +186,7 @@ class SqliteConversations:
             raise UsageError(f"INK_SESSION_DB={self.path}: {err} (give a new file, or one ink-py made)") from None
 
     def hold(self, session: str) -> list[AgentMessage]:
-        owner = self._owner_here()
+        owner = self._leases.owner()
         now = time.time()
         try:
             with self._writing() as db:
@@ -170,26 +208,24 @@ class SqliteConversations:
             raise BadRequest(503, f"the conversation store is unavailable: {err}") from None
         if too_long:
             raise BadRequest(413, TOO_LONG)  # after the commit: it counts as used, as in memory
-        with self._lock:
-            self._held.add(session)
+        self._leases.add(session)
         return history
 
     def release(self, session: str, history: list[AgentMessage]) -> None:
         """Keep ``history``, unless another process took the session over (our lease ran out)."""
-        with self._lock:
-            self._held.discard(session)
+        self._leases.discard(session)
         text = encodable_text(json.dumps(history, ensure_ascii=False))  # a lone surrogate as U+FFFD, as /save
         with self._writing() as db:
             db.execute(
                 "INSERT INTO conversations (id, history, chars, used, owner, lease) VALUES (?, ?, ?, ?, NULL, NULL) "
                 "ON CONFLICT (id) DO UPDATE SET history = excluded.history, chars = excluded.chars, "
                 "owner = NULL, lease = NULL WHERE owner = ? OR owner IS NULL OR lease <= ?",
-                (session, text, json_chars(history), next_use(db), self._owner, time.time()),
+                (session, text, json_chars(history), next_use(db), self._leases.owner(), time.time()),
             )
             forget_beyond_bound(db, time.time())
 
     def close(self) -> None:
-        self._stop.set()
+        self._leases.close()
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -204,26 +240,9 @@ class SqliteConversations:
                 db.execute("ROLLBACK")
             db.close()
 
-    def _owner_here(self) -> str:
-        """This process's owner name; the first hold in a process starts its lease renewer."""
-        with self._lock:
-            if self._pid != os.getpid():  # first use here, or a forked worker: nothing held yet
-                self._pid, self._owner, self._held = os.getpid(), uuid.uuid4().hex, set()
-                start_thread(threading.Thread(target=self._renew, args=(self._owner,), name="ink-lease", daemon=True))
-            return self._owner
-
-    def _renew(self, owner: str) -> None:
-        while not self._stop.wait(LEASE_SECONDS / 3):
-            with self._lock:
-                held = bool(self._held)
-            if held:
-                try:
-                    with self._writing() as db:
-                        db.execute(
-                            "UPDATE conversations SET lease = ? WHERE owner = ?", (time.time() + LEASE_SECONDS, owner)
-                        )
-                except sqlite3.Error:
-                    pass  # busy for a moment: the next round tries again
+    def _renew(self, owner: str, held: list[str]) -> None:
+        with self._writing() as db:
+            db.execute("UPDATE conversations SET lease = ? WHERE owner = ?", (time.time() + LEASE_SECONDS, owner))
 
 
 def next_use(db: sqlite3.Connection) -> int:
@@ -243,8 +262,12 @@ def forget_beyond_bound(db: sqlite3.Connection, now: float) -> None:
 
 
 def stored_history(db: sqlite3.Connection, session: str) -> list[AgentMessage]:
-    """A stored history, checked as ``--resume`` checks a file: the file may have been edited."""
     [text] = db.execute("SELECT history FROM conversations WHERE id = ?", (session,)).fetchone()
+    return checked_history(text)
+
+
+def checked_history(text: str) -> list[AgentMessage]:
+    """A stored history, checked as ``--resume`` checks a file: the store may have been edited."""
     try:
         history = json.loads(text)
     except (ValueError, RecursionError, TypeError):

@@ -2,12 +2,15 @@
 
 The article's controller maps LangChain's stream to an Observable of ``MessageEvent``s, and
 NestJS unsubscribes when the browser leaves. Here ``SseBody`` is the body of ``/chat/stream``:
-iterating it subscribes, each agent event mapped to an SSE string (``sse_fields``, ``sse_event``);
-its ``close()`` unsubscribes — it aborts the run. ``Run`` is the ``from(...)``: the agent loop on a
-thread of its own, its events through a bounded queue, a ``: keep-alive`` in each silence.
-Sections: the wire format, the body, one run. The events and §五's quiet fragments: docs/modules.md.
+iterating it subscribes, each event of the run's log (follow.py) written as an SSE string with
+its ``id:`` (``sse_fields``, ``sse_event``; ``retry:`` once, first), a ``: keep-alive`` in each
+silence. Its ``close()`` unsubscribes: this reader stops following. Beyond §二 the run (producer.py)
+goes on ``INK_RESUME_GRACE`` seconds, so that a browser that lost its connection picks the answer
+up again (``Last-Event-ID``). Sections: the wire format, the body, one run. The events and §五's
+quiet fragments: docs/modules.md.
 
-    >>> print(sse_event("text", {"text": "你好"}), end="")
+    >>> print(sse_event("text", {"text": "你好"}, 7), end="")
+    id: 7
     event: text
     data: {"text": "你好"}
     <BLANKLINE>
@@ -16,29 +19,24 @@ Sections: the wire format, the body, one run. The events and §五's quiet fragm
 from __future__ import annotations
 
 import json
-import queue
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import requests
 
-from ..core.abort import AbortController, start_thread
+from ..core.abort import AbortController
 from ..core.loop import AgentEvent, run_agent_loop
 from ..core.messages import AgentMessage
 from ..core.tools.read import create_read_tool
 from ..provider.types import LLMProvider, ProviderError
 from ..terminal import first_line, terminal_safe
+from .follow import Item
 
 KEEP_ALIVE_SECONDS = 2.0  # longest silence on an open stream: a gone browser is found by the 2nd failed write
-WATCH_SECONDS = 0.2  # how often a silent stream asks the server whether the browser hung up
-QUEUED_EVENTS = 256  # events waiting for a slow browser; then the run waits (backpressure)
-STALLED_READER_SECONDS = 30.0  # a browser that reads nothing for this long is taken as gone
-STOP_WAIT_SECONDS = 10.0  # how long close() waits for an aborted run to wind down
 KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: EventSource ignores it, proxies see traffic
+RETRY = b"retry: 1000\n\n"  # beyond §七: EventSource reconnects 1 s after a drop (its default is about 3 s)
 ProviderFactory = Callable[[], LLMProvider]
 Send = Callable[[str, Any], None]  # send(event name, data)
 Event = tuple[str, Any]
@@ -47,9 +45,11 @@ Event = tuple[str, Any]
 # ── the wire format ─────────────────────────────────────────────────────────────────────
 
 
-def sse_event(name: str, data: Any) -> str:
-    """One named SSE event: JSON on a single ``data:`` line (json.dumps escapes newlines)."""
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+def sse_event(name: str, data: Any, event_id: int | None = None) -> str:
+    """One named SSE event: JSON on a single ``data:`` line (json.dumps escapes newlines), after
+    its ``id:`` if it has one (beyond §二: what EventSource sends back as ``Last-Event-ID``)."""
+    head = "" if event_id is None else f"id: {event_id}\n"
+    return f"{head}event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
 def sse_fields(event: AgentEvent) -> Event | None:
@@ -97,89 +97,20 @@ def encoded(text: str) -> bytes:
 class SseBody:
     """The WSGI response body of one stream — the Python twin of ``from(stream).pipe(map(...))``."""
 
-    def __init__(self, run: Run) -> None:
-        self.run = run
+    def __init__(self, items: Iterator[Item]) -> None:
+        self.items = items  # follow(): the run's events, None where a keep-alive is due
 
     def __iter__(self) -> Iterator[bytes]:
-        yield KEEP_ALIVE  # at once: servers send the headers with the first bytes (EventSource's onopen)
-        for event in self.run.events():  # from(stream)
-            yield KEEP_ALIVE if event is None else encoded(sse_event(*event))  # .pipe(map(...))
+        yield RETRY  # at once: servers send the headers with the first bytes (EventSource's onopen)
+        for item in self.items:  # from(stream)
+            yield KEEP_ALIVE if item is None else encoded(sse_event(item[1], item[2], item[0]))  # .pipe(map(...))
 
     def close(self) -> None:
         """Called by the WSGI server when the response ends, or when the browser has gone: unsubscribe."""
-        self.run.stop("the browser closed the stream")
-
-
-class Run:
-    """One question's agent run on a thread of its own; ``events()`` hands its events to the body."""
-
-    def __init__(
-        self,
-        work: Callable[[Send], None],
-        controller: AbortController,
-        keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
-        disconnected: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.controller = controller
-        self._keep_alive = keep_alive_seconds
-        self._disconnected = disconnected  # the server's probe, where it has one (see relay.py)
-        self._events: queue.Queue[Event | None] = queue.Queue(QUEUED_EVENTS)  # None: the run is over
-        self._thread = threading.Thread(target=self._work, args=(work,), name="ink-relay-run", daemon=True)
-
-    def start(self) -> Run:
-        start_thread(self._thread)  # Ctrl-C must reach the main thread, never this one
-        return self
-
-    def events(self) -> Iterator[Event | None]:
-        """The run's events as they come, ``None`` where a keep-alive is due; ends with the run,
-        or as soon as the server's probe says the browser hung up (the run is then aborted)."""
-        quiet_since = time.monotonic()
-        while True:
-            try:
-                event = self._events.get(timeout=min(WATCH_SECONDS, self._keep_alive))
-            except queue.Empty:
-                if self._disconnected():
-                    self.stop("the browser closed the stream")
-                    return
-                if time.monotonic() - quiet_since >= self._keep_alive:
-                    quiet_since = time.monotonic()
-                    yield None
-                continue
-            if event is None:
-                return
-            yield event
-            quiet_since = time.monotonic()
-
-    def stop(self, reason: str) -> None:
-        """Abort the run if it is still going and wait (a bounded while) for it to wind down."""
-        if self._thread.is_alive():
-            self.controller.abort(reason)  # the provider's listener shuts the model connection
-        if self._thread.ident is not None and self._thread is not threading.current_thread():
-            self._thread.join(STOP_WAIT_SECONDS)
-
-    def _work(self, work: Callable[[Send], None]) -> None:
-        try:
-            work(self._send)
-        except Exception as err:  # a bug in ink_py: one line on stderr, the stream still ends
-            print(f"ink-py serve: internal error ({terminal_safe(repr(err))})", file=sys.stderr)
-        finally:
-            self._put(None)
-
-    def _send(self, name: str, data: Any) -> None:
-        self._put((name, data))
-
-    def _put(self, item: Event | None) -> None:
-        deadline = time.monotonic() + STALLED_READER_SECONDS
-        while True:
-            try:
-                self._events.put(item, timeout=WATCH_SECONDS)
-                return
-            except queue.Full:  # beyond the article: a browser that does not read holds the run back
-                if self.controller.signal.aborted:
-                    return  # no one is reading any more: the event goes nowhere
-                if time.monotonic() > deadline:
-                    self.controller.abort("the browser stopped reading")
-                    return
+        close = getattr(self.items, "close", None)
+        if close is not None:
+            close()  # beyond §二: this reader stops following; the run goes on for INK_RESUME_GRACE
+        self.items = iter(())
 
 
 # ── one run: the agent loop, its events sent on ─────────────────────────────────────────

@@ -1,0 +1,243 @@
+"""Run logs in Redis — runs.py's promises across workers and hosts: a reconnect to any of them resumes.
+
+Each run ``(S, R)`` has three keys, all with an expiry:
+
+    ink:run:{S/R}   hash    state (running | ended), token (fencing), last (newest id), beat (ms), stop
+    ink:log:{S/R}   stream  the events, entry ids 0-1, 0-2 … (ours, so that Last-Event-ID N is 0-N),
+                            fields e (name) and d (JSON); capped at MAX_RUN_EVENTS (XADD MAXLEN)
+    ink:seen:{S/R}  string  present while a reader was seen within the grace (SET … PX grace)
+
+Every write is one Lua script, so it is atomic: an append checks the producer's token before
+its XADD (a producer taken over can write nothing more), a take-over bumps the token, a beat
+renews the lease with Redis's own clock (hosts' clocks may differ). Readers block in ``XREAD``.
+Keys expire ``ttl`` seconds after the run's last write. What is read back is checked before it is
+sent (``logged_event``). The braces are a hash tag: a run's keys share one cluster slot.
+
+    >>> run_keys(("session-1", "run-0001"))[1]
+    'ink:log:{session-1/run-0001}'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from .redis_writer import Queued, Writer
+from .runs import BATCH, LEASE_SECONDS, MAX_RUN_EVENTS, Batch, Beat, Fenced, LoggedEvent, RunKey, StoreError
+from .stores import redis_errors, store_trouble
+
+EVENT_NAMES = {"text", "thinking", "tool_preparing", "tool_start", "tool_end", "done", "error"}
+MAX_STORED_EVENT_BYTES = 2 * 1024 * 1024  # producer.py writes at most 256 Ki characters of text per event
+_ENTRY_ID = re.compile(rb"0-([0-9]{1,9})")
+NOW = "local function now() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end\n"
+WRITE = """
+local function write(name, data, last, cap, ttl)
+  local id = redis.call('HINCRBY', KEYS[1], 'last', 1)
+  redis.call('XADD', KEYS[2], 'MAXLEN', cap, '0-' .. id, 'e', name, 'd', data)
+  if last == '1' then redis.call('HSET', KEYS[1], 'state', 'ended') end
+  redis.call('EXPIRE', KEYS[1], ttl)
+  redis.call('EXPIRE', KEYS[2], ttl)
+  return id
+end
+"""
+CLAIM = (
+    NOW
+    + """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'running', 'token', 1, 'last', 0, 'beat', now())
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[3], 1, 'PX', ARGV[2])
+return 1
+"""
+)
+APPEND = (
+    WRITE
+    + """
+local h = redis.call('HMGET', KEYS[1], 'token', 'state')
+if h[1] ~= ARGV[1] or h[2] ~= 'running' then return -1 end
+return write(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+"""
+)
+BEAT = (
+    NOW
+    + """
+local h = redis.call('HMGET', KEYS[1], 'token', 'state', 'stop')
+if h[1] ~= ARGV[1] or h[2] ~= 'running' then return {0, '', 0} end
+redis.call('HSET', KEYS[1], 'beat', now())
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+return {1, h[3] or '', redis.call('EXISTS', KEYS[3])}
+"""
+)
+STATUS = (
+    NOW
+    + """
+local h = redis.call('HMGET', KEYS[1], 'state', 'last', 'beat')
+if not h[1] then return {'', 0, 0} end
+local stale = 0
+if h[1] == 'running' and now() - tonumber(h[3]) > tonumber(ARGV[1]) then stale = 1 end
+return {h[1], tonumber(h[2]), stale}
+"""
+)
+STOP = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if state == 'running' then redis.call('HSET', KEYS[1], 'stop', ARGV[1]) end
+return state or ''
+"""
+TAKE_OVER = (
+    NOW
+    + WRITE
+    + """
+local h = redis.call('HMGET', KEYS[1], 'state', 'beat')
+if h[1] ~= 'running' or now() - tonumber(h[2]) <= tonumber(ARGV[1]) then return 0 end
+redis.call('HINCRBY', KEYS[1], 'token', 1)
+return write('error', ARGV[2], '1', ARGV[3], ARGV[4])
+"""
+)
+FORGET = "if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then return redis.call('DEL', unpack(KEYS)) end return 0"
+
+
+def run_keys(key: RunKey) -> list[str]:
+    """A run's hash, stream and presence key (its ids are letters, digits, - and _: no braces)."""
+    tag = "{" + "/".join(key) + "}"
+    return [f"ink:run:{tag}", f"ink:log:{tag}", f"ink:seen:{tag}"]
+
+
+def stored(data: dict[str, Any]) -> bytes:
+    """An event's data as the log keeps it: JSON, a lone surrogate as its JSON escape."""
+    return json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+def logged_event(entry_id: bytes, fields: Mapping[bytes, bytes]) -> LoggedEvent:
+    """A stream entry read back, checked: Redis is shared, and what it holds may not be ours.
+
+    >>> logged_event(b"0-3", {b"e": b"text", b"d": '{"text": "读"}'.encode()})
+    (3, 'text', {'text': '读'})
+    """
+    number = _ENTRY_ID.fullmatch(entry_id)
+    name = fields.get(b"e", b"").decode("ascii", "replace")
+    raw = fields.get(b"d", b"")
+    try:
+        if number is None or name not in EVENT_NAMES or len(raw) > MAX_STORED_EVENT_BYTES:
+            raise ValueError("not an event of ours")
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, RecursionError) as err:
+        raise StoreError(f"a stored event is damaged ({entry_id[:20]!r}: {err})") from None
+    return int(number[1]), name, data
+
+
+class RedisRuns:
+    """Run logs in Redis, shared by every worker on every host."""
+
+    def __init__(self, client: Any, ttl: int, grace: float) -> None:
+        self.client, self.ttl, self.grace = client, ttl, grace
+        scripts = (CLAIM, APPEND, BEAT, STATUS, STOP, TAKE_OVER, FORGET)
+        self._claim, self._append, self._beat, self._status, self._stop, self._take_over, self._forget = map(
+            client.register_script, scripts
+        )
+        self.writer = Writer(self._write)
+
+    def claim(self, key: RunKey) -> int | None:
+        with translated():
+            claimed = self._claim(keys=run_keys(key), args=[self.ttl, self._grace_ms()])
+        if not claimed:
+            return None
+        self.writer.start_run(key)
+        return 1
+
+    def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> None:
+        self.writer.put(key, token, name, data, last)  # queued; the last one waits for Redis
+
+    def read(self, key: RunKey, after: int, wait: float) -> Batch:
+        here = self.writer.local.read(key, after, wait)  # a run produced here: what Redis accepted, in memory
+        if here.state != "unknown":
+            return Batch(here.events, here.state, here.last)  # its producer is this process: never stale
+        log = run_keys(key)[1]
+        with translated():
+            block = max(1, int(wait * 1000)) if wait > 0 else None  # block=0 would wait for ever
+            reply = self.client.xread({log: f"0-{after}"}, count=BATCH, block=block) or []
+            streams = reply.items() if isinstance(reply, dict) else reply  # RESP3 answers a map
+            entries = [entry for _, found in streams for entry in found]
+        if entries:
+            return Batch([logged_event(entry_id, fields) for entry_id, fields in entries])
+        return self.status(key)
+
+    def status(self, key: RunKey) -> Batch:
+        here = self.writer.local.status(key)
+        if here.state != "unknown":
+            return Batch([], here.state, here.last)
+        with translated():
+            state, last, stale = self._status(keys=run_keys(key)[:1], args=[int(LEASE_SECONDS * 1000)])
+            found = {b"running": "running", b"ended": "ended"}.get(state, "unknown")
+            return Batch([], found, int(last), bool(stale)) if found != "unknown" else Batch([], "unknown")
+
+    def seen(self, key: RunKey) -> None:
+        with translated():
+            self.client.set(run_keys(key)[2], 1, px=self._grace_ms())
+
+    def beat(self, owned: list[tuple[RunKey, int]]) -> list[Beat]:
+        beats = []
+        with translated(), self.client.pipeline(transaction=False) as pipe:
+            for key, token in owned:
+                self._beat(keys=run_keys(key), args=[token, self.ttl], client=pipe)
+            for mine, stop, reader in pipe.execute():
+                reason = stop.decode("utf-8", "replace")[:200] if isinstance(stop, bytes) and stop else None
+                beats.append(Beat(fenced=not mine, stop=reason, readers_gone=not reader))
+        self.writer.local.beat([(key, 1) for key, _ in owned])  # the copies live while their producer does
+        return beats
+
+    def stop(self, key: RunKey, reason: str) -> str:
+        with translated():
+            state = self._stop(keys=run_keys(key)[:1], args=[reason])
+        return {b"running": "running", b"ended": "ended"}.get(state, "unknown")
+
+    def take_over(self, key: RunKey, message: str) -> None:
+        args = [int(LEASE_SECONDS * 1000), stored({"message": message}), MAX_RUN_EVENTS, self.ttl]
+        with translated():
+            self._take_over(keys=run_keys(key)[:2], args=args)
+
+    def forget(self, key: RunKey, token: int) -> None:
+        self.writer.local.forget(key, 1)
+        with translated():
+            self._forget(keys=run_keys(key), args=[token])
+
+    def close(self) -> None:
+        self.writer.close()
+        self.client.close()
+
+    def _write(self, batch: list[Queued]) -> list[Any]:
+        """The writer's one round trip: each queued event's APPEND; per event its id, Fenced or StoreError."""
+        with translated(), self.client.pipeline(transaction=False) as pipe:
+            for item in batch:
+                args = [item.token, item.name, stored(item.data), int(item.last), MAX_RUN_EVENTS, self.ttl]
+                self._append(keys=run_keys(item.key)[:2], args=args, client=pipe)
+            replies = pipe.execute(raise_on_error=False)
+        return [settled(reply) for reply in replies]
+
+    def _grace_ms(self) -> int:
+        return max(1, int(self.grace * 1000))
+
+
+def settled(reply: Any) -> int | Exception:
+    """One APPEND's reply in a pipeline: the event's id, or why it was not written."""
+    if isinstance(reply, Exception):
+        return StoreError(store_trouble(reply))
+    if not isinstance(reply, int):
+        return StoreError(f"an unexpected reply from Redis ({reply!r:.60})")
+    return reply if reply > 0 else Fenced("the run is no longer this producer's")
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Redis's errors — and a reply of a shape no script of ours gives — as StoreError, one short line."""
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        raise StoreError(f"an unexpected reply from Redis ({store_trouble(err)})") from None
+    except redis_errors() as err:
+        raise StoreError(store_trouble(err)) from None

@@ -1,0 +1,131 @@
+"""One round trip for many events: the Redis run log's writer thread, and the copy local readers follow.
+
+Written one by one, each event of each run costs its producer a round trip to Redis and its
+reader another (XREAD): a few hundred streams at once, and a process spends its time switching
+threads, not streaming (benchmarks/results/relay_load.md). So a producer's ``put`` only queues
+the event; one thread per process, the writer, sends all that is queued, for every run, in one
+pipeline (``send``), then copies what Redis accepted into ``local`` — a MemoryRuns of the runs
+produced here — which this process's readers follow without a round trip. Only what Redis
+accepted is copied, so a reader here and one on another host see the same events, the same ids.
+A failure sticks to its run: the run's next ``put`` raises it (Fenced, StoreError), its copy is
+dropped (readers go to Redis), and the last event of a run waits for Redis's answer.
+
+    >>> writer = Writer(lambda batch: list(range(1, len(batch) + 1)))
+    >>> writer.start_run(("session-1", "run-0001"))
+    >>> writer.put(("session-1", "run-0001"), 1, "done", {}, last=True)
+    >>> writer.local.read(("session-1", "run-0001"), 0, 0).events
+    [(1, 'done', {})]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.abort import start_thread
+from .runs import Fenced, MemoryRuns, RunKey, StoreError
+
+MAX_QUEUED = 5000  # events waiting for the writer; then producers wait (backpressure)
+MAX_BATCH = 1000  # most events in one pipeline
+LOCAL_SECONDS = 60  # a finished run's copy is kept this long for readers here (then: Redis)
+LAST_WAIT_SECONDS = 10.0  # how long a run's last event waits for Redis's answer
+FAILED_KEPT = 1000  # runs whose failure is remembered for their next put
+
+
+@dataclass
+class Queued:
+    """One event waiting for the writer."""
+
+    key: RunKey
+    token: int
+    name: str
+    data: dict[str, Any]
+    last: bool
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+Send = Callable[[list[Queued]], list[Any]]  # one pipeline → per event: its id, or the exception it met
+
+
+class Writer:
+    """The writer thread of one process, and ``local``: the runs it writes, as Redis accepted them."""
+
+    def __init__(self, send: Send) -> None:
+        self.local = MemoryRuns(ttl=LOCAL_SECONDS)
+        self._send = send
+        self._queue: list[Queued] = []
+        self._failed: OrderedDict[RunKey, Exception] = OrderedDict()
+        self._changed = threading.Condition()
+        self._pid = -1  # the process the thread runs in (a forked worker starts its own)
+        self._closed = False
+
+    def start_run(self, key: RunKey) -> None:
+        """A run claimed here: readers here follow its copy."""
+        with self._changed:
+            self._failed.pop(key, None)
+        self.local.claim(key)
+
+    def put(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool) -> None:
+        """Queue one event; raise the failure an earlier one met. The last waits for its answer."""
+        item = Queued(key, token, name, data, last)
+        with self._changed:
+            self._raise_failure(key)
+            while len(self._queue) >= MAX_QUEUED and not self._closed:
+                self._changed.wait(0.1)  # Redis is slower than the producers: they wait
+            self._queue.append(item)
+            self._changed.notify_all()
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                start_thread(threading.Thread(target=self._write, name="ink-redis-writer", daemon=True))
+        if last:
+            if not item.done.wait(LAST_WAIT_SECONDS):
+                raise StoreError("Redis did not answer in time")
+            with self._changed:
+                self._raise_failure(key)
+
+    def close(self) -> None:
+        """Write what is queued (a bounded while), then stop the thread."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+            pending = list(self._queue)
+        for item in pending:
+            item.done.wait(LAST_WAIT_SECONDS)
+
+    def _raise_failure(self, key: RunKey) -> None:
+        if key in self._failed:
+            raise self._failed[key]
+
+    def _write(self) -> None:
+        while True:
+            with self._changed:
+                while not self._queue and not self._closed:
+                    self._changed.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                self._changed.notify_all()  # room for waiting producers
+            try:
+                results = self._send(batch)
+            except StoreError as err:
+                results = [err] * len(batch)
+            for item, result in zip(batch, results, strict=True):
+                self._settle(item, result)
+
+    def _settle(self, item: Queued, result: Any) -> None:
+        with self._changed:
+            failed = item.key in self._failed
+        if not failed and isinstance(result, (Fenced, StoreError)):
+            with self._changed:
+                self._failed[item.key] = result
+                while len(self._failed) > FAILED_KEPT:
+                    self._failed.popitem(last=False)
+            self.local.forget(item.key, 1)  # readers here go to Redis, which has the run's end
+        elif not failed and self.local.status(item.key).state == "running":
+            if self.local.append(item.key, 1, item.name, item.data, item.last) != result:
+                self.local.forget(item.key, 1)  # out of step (it cannot be, but then: Redis)
+        item.done.set()
