@@ -69,9 +69,9 @@ def stores(request: pytest.FixtureRequest) -> Stores:
 
 def redis_stores(url: str, ttl: int, grace: float) -> tuple[SessionStore, RunLog]:
     """Conversations and run logs on the Redis at ``url``: one host's."""
+    from ink_py.second_article.redis_client import connect_redis
     from ink_py.second_article.redis_conversations import RedisConversations
     from ink_py.second_article.redis_runs import RedisRuns
-    from ink_py.second_article.stores import connect_redis
 
     client = connect_redis(url)
     return RedisConversations(client), RedisRuns(client, ttl, grace)

@@ -45,8 +45,8 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 
 def redis_store(server: RedisServer) -> SessionStore:
+    from ink_py.second_article.redis_client import connect_redis
     from ink_py.second_article.redis_conversations import RedisConversations
-    from ink_py.second_article.stores import connect_redis
 
     return RedisConversations(connect_redis(server.url))
 

@@ -21,8 +21,8 @@ from ..arguments import encodable_text
 from ..core.messages import AgentMessage
 from . import sessions
 from .guards import BadRequest
+from .redis_client import redis_errors, store_trouble
 from .sessions import BUSY, TOO_LONG, Leases, checked_history, json_chars
-from .stores import redis_errors, store_trouble
 
 CONVERSATION_TTL_SECONDS = 24 * 3600  # a conversation unused this long is forgotten
 RELEASE = """

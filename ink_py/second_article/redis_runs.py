@@ -25,9 +25,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from .redis_client import redis_errors, store_trouble
 from .redis_writer import Queued, Writer
 from .runs import BATCH, LEASE_SECONDS, MAX_RUN_EVENTS, Batch, Beat, Fenced, LoggedEvent, RunKey, StoreError
-from .stores import redis_errors, store_trouble
 
 EVENT_NAMES = {"text", "thinking", "tool_preparing", "tool_start", "tool_end", "done", "error"}
 MAX_STORED_EVENT_BYTES = 2 * 1024 * 1024  # producer.py writes at most 256 Ki characters of text per event
