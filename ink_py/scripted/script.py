@@ -37,7 +37,11 @@ MODEL_ID = "ink-scripted"
 DEFAULT_SCENARIO = "readme"
 SLOW_SCENARIO = "slow"  # not an article scenario: a long, slow answer to press Ctrl-C on
 DEFAULT_FILE = "README.md"
-RETRY_PHRASE = "Send the call again"  # the loop's wording when it refused a call's arguments
+RETRY_PHRASES = (  # a tool result saying the call's arguments were refused, in the words of:
+    "Send the call again",  # ink_py's loop,
+    "Invalid input for tool",  # the Vercel AI SDK's tool error,
+    '"type":"json_invalid"',  # pydantic-ai's validation error
+)
 MAX_COMMANDS = 8
 SHELL_INFOS = {"", "sh", "bash", "shell", "console"}  # fenced blocks whose lines are commands
 
@@ -99,7 +103,7 @@ def plan_answer(body: dict[str, Any], scenario: str = DEFAULT_SCENARIO) -> Answe
     call_id = new_call_id(messages)
 
     if results:  # a later turn: the loop ran our tool calls
-        if any(RETRY_PHRASE in message_text(r.get("content")) for r in results):
+        if any(phrase in message_text(r.get("content")) for r in results for phrase in RETRY_PHRASES):
             if not has_read_tool(body):
                 return text_answer(help_text("请求声明了工具,但其中没有 read。"))
             return read_call(f"刚才的调用没能执行,我重新读取 {path}。", path, call_id)
