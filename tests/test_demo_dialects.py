@@ -166,6 +166,18 @@ def test_the_command_takes_api_and_says_which_fixture(capsys):
     assert "index_by_item = " in out and "ink_py/provider/openai_responses.py · assemble_stream()" in out
 
 
+@pytest.mark.parametrize("api", DIALECTS)
+def test_interleaved_says_in_one_line_why_only_chat_completions_interleaves(capsys, api):
+    """Messages and Responses stream one block / item after another (issue 28): the demo's first line says so."""
+    assert demo.main(["--api", api, "--no-pause", "interleaved"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    said = "两次调用先后到达,交错只在 Chat Completions 出现(§2.2)" in first
+    assert said == (api != "openai-completions")
+    for other in SCENARIOS.keys() - {"interleaved"}:  # the other scenarios tell the same story everywhere
+        assert demo.main(["--api", api, "--no-pause", other]) == 0
+        assert "Chat Completions" not in capsys.readouterr().out.splitlines()[0]
+
+
 def test_an_unknown_api_is_one_error_line(capsys):
     code = demo.main(["--api", "anthropic"])
     _, err = capsys.readouterr()

@@ -76,7 +76,11 @@ JSON = st.recursive(
     max_leaves=10,
 )
 BLOCK = st.fixed_dictionaries(
-    {"type": st.sampled_from(["text", "tool_use", "tool_result", "function_call", "function_call_output", "x"])},
+    {
+        "type": st.sampled_from(
+            ["text", "tool_use", "tool_result", "function_call", "function_call_output", "item_reference", "x"]
+        )
+    },
     optional={"text": JSON, "id": JSON, "input": JSON, "content": JSON, "tool_use_id": JSON, "call_id": JSON},
 )
 MESSAGE = st.fixed_dictionaries(
@@ -87,18 +91,23 @@ MESSAGE = st.fixed_dictionaries(
 
 @given(
     st.sampled_from([MESSAGES, RESPONSES]),
+    st.sampled_from(["readme", "interleaved", "missing-finish", "abort", "length-tool"]),
     st.fixed_dictionaries(
         {},
-        optional={"messages": st.lists(MESSAGE, max_size=3) | JSON, "input": st.lists(BLOCK | MESSAGE, max_size=3)
-                  | JSON, "tools": JSON, "stream": st.booleans(), "model": JSON},
+        optional={
+            "messages": st.lists(MESSAGE, max_size=3) | JSON,
+            "input": st.lists(BLOCK | MESSAGE, max_size=3) | JSON,
+            **{field: JSON for field in ("tools", "model", "system", "instructions", "tool_choice", "store")},
+            **{field: JSON for field in ("previous_response_id", "stream_options", "max_tokens", "max_output_tokens")},
+            "stream": st.booleans(),
+        },
     ),
-)  # fmt: skip
-def test_any_request_body_gets_a_reply(dialect, body):
-    reply = build_dialect_reply(body, dialect, "readme", created=0)
-    assert reply["status"] in (200, 400) and all(reply["writes"])
+)
+def test_any_request_body_gets_a_reply(dialect, scenario, body):
+    reply = build_dialect_reply(body, dialect, scenario, created=0)
+    assert reply["status"] in (200, 400, 404) and all(reply["writes"])
 
 
-@pytest.mark.parametrize("api", [MESSAGES, RESPONSES])
 def test_stream_false_returns_the_whole_reply(server, api):
     prompt = [{"role": "user", "content": "读取 README.md"}]
     body = {"model": "m", "messages": prompt} if api == MESSAGES else {"model": "m", "input": prompt}

@@ -158,9 +158,12 @@ BODY_FIELDS = {
 }
 
 
-@given(st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}))
-def test_any_request_body_gets_a_reply(body: dict[str, Any]) -> None:
-    reply = chat_wire.build_reply(body, "readme", created=0)
+@given(
+    st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}),
+    st.sampled_from(["readme", "interleaved", "missing-finish", "length-text"]),
+)
+def test_any_request_body_gets_a_reply(body: dict[str, Any], scenario: str) -> None:
+    reply = chat_wire.build_reply(body, scenario, created=0)
     assert reply["status"] in (200, 400) and all(reply["writes"])
 
 

@@ -1,13 +1,16 @@
-"""The scripted model's answers as OpenAI Chat Completions: ``chat.completion.chunk`` frames, or one object.
+"""A reply as OpenAI Chat Completions sends it: ``chat.completion.chunk`` frames, or one object.
 
-``build_reply`` is what the server sends for a ``POST /chat/completions`` body: the script's
-``Answer`` (``script.plan_answer``) as a role chunk, text deltas of five characters, a tool
-call whose first chunk carries its name and ``{"path":"REA`` and whose next brings
-``DME.md"}`` (§2.1, §2.2), and a finish chunk — each a ``data:`` frame in a write of its own,
-then ``data: [DONE]``; the call's first chunk comes in two reads, as §2.1's does (``wire``). With
-``"stream": false`` it is one ``chat.completion`` object; ``stream_options.include_usage``
-adds OpenAI's usage chunk; ``tool_choice`` and ``max_tokens`` are honoured (``controls``).
-The article's scenarios replay ``fixtures/article/`` instead::
+``build_reply`` is what the server sends for a ``POST /chat/completions`` body: the reply
+(``turn.reply_turn``: the script's answer, or the scenario's fixture decoded) as chunks with
+every field OpenAI sends — ``id``, ``object``, ``created``, the model asked for,
+``system_fingerprint``, ``service_tier``, ``obfuscation``, ``choices[].index`` — a role chunk,
+text deltas of five characters, each call's first chunk with its id, ``type`` and name and
+``{"path":"REA`` (§2.1), later fragments by index in the Turn's order (interleaved for §2.2),
+the finish chunk, OpenAI's usage chunk when ``stream_options.include_usage`` asks, then
+``data: [DONE]``; a reply that breaks off (missing-finish, abort) has no finish, usage or
+``[DONE]``. Each frame is a write of its own, the call's first in §2.1's two reads (``wire``).
+``"stream": false`` gets one ``chat.completion``; ``tool_choice`` and ``max_tokens`` are
+honoured (``controls``)::
 
     >>> reply = build_reply({"messages": [{"role": "user", "content": "hi"}], "stream": True}, "readme", created=0)
     >>> reply["status"], reply["content_type"], b"".join(reply["writes"]).endswith(b"data: [DONE]\\n\\n")

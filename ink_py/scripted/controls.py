@@ -12,7 +12,7 @@ translates the other two dialects' fields first):
   usage estimate counts (about four characters a token), text first, then the call; the
   reply then ends as a real one does there (``length``, ``max_tokens``, ``incomplete``).
 
-The article's scenarios replay recorded bodies and stay as recorded::
+The article's scenarios say what their fixtures say, whatever the request asks::
 
     >>> from ink_py.scripted.script import plan_answer
     >>> answer = plan_answer({"messages": [{"role": "user", "content": "读取 setup.cfg"}]})
@@ -73,7 +73,7 @@ def request_problem(body: dict[str, Any]) -> str:
 def obey(answer: Answer, body: dict[str, Any]) -> Answer:
     """``answer`` as the request's ``tool_choice`` and output limit allow (``request_problem`` checked first)."""
     if answer["fixture"] is not None:
-        return answer  # a recorded body is replayed byte for byte
+        return answer  # a scenario says what its fixture says
     messages = body.get("messages")
     messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     choice = tool_choice(body) or "auto"

@@ -4,9 +4,10 @@
 the model asks to ``read`` the file named in the prompt (default README.md), then summarises
 what the tool returned. The server keeps no conversation state, so each answer is read off the
 request's Chat Completions ``messages`` (``dialects`` translates the other two dialects first).
-The answer is an ``Answer`` — text, a ``PlannedCall`` or a fixture to replay — that ``chat_wire``
-and ``dialects`` write as bytes. Sections: what to answer (turn 1, a retry, a follow-up);
-turn 2, summarising what the tools returned; the stateless ids. Worked example::
+The answer is an ``Answer`` — text, a ``PlannedCall`` or a scenario's fixture — that ``turn``
+and the encoders (``chat_wire``, ``messages_wire``, ``responses_wire``) write as bytes.
+Sections: what to answer (turn 1, a retry, a follow-up); turn 2, summarising what the tools
+returned; the stateless ids. Worked example::
 
     >>> body = {"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]}
     >>> answer = plan_answer(body)
@@ -71,7 +72,7 @@ class PlannedCall(TypedDict):
 
 
 class Answer(TypedDict):
-    """What to say. ``fixture`` set: replay that fixture's bytes instead of text and tool_call."""
+    """What to say. ``fixture`` set: say what that fixture says instead of text and tool_call."""
 
     text: str
     tool_call: PlannedCall | None

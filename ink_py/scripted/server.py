@@ -3,8 +3,8 @@
 With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to
 it through the same provider code a real endpoint gets — real sockets, chunked SSE, CRLF
 frames, reads that end in the middle of a character — so the demo needs no network and
-no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``openai`` and
-``anthropic`` packages, or any compatible client::
+no key. ``ink-py serve-model`` runs it alone, for ``curl -N`` or any client of the three
+APIs — each dialect sent as its provider sends it (tests/test_client_matrix.py runs eleven)::
 
     $ ink-py serve-model --port 8765
     http://127.0.0.1:8765/v1
@@ -12,9 +12,10 @@ no key. ``ink-py serve-model`` runs it alone, for ``curl -N``, the official ``op
 
 Routes: ``POST /v1/chat/completions`` (also ``/chat/completions``), ``POST /v1/messages``
 (Anthropic Messages), ``POST /v1/responses`` (OpenAI Responses), ``GET /v1/models``.
-What to answer is decided in ``script``, how it is written and cut in ``chat_wire``,
-``dialects`` and ``wire`` (pure logic); this module only reads requests and writes the
-replies' pieces with ``delay`` seconds between them (``pace``: one rule wherever it answers).
+What to answer is decided in ``script``, how it is written and cut in ``turn``,
+``chat_wire``, ``dialects``, ``messages_wire``, ``responses_wire`` and ``wire`` (pure logic);
+this module only reads requests and writes the replies' pieces with ``delay`` seconds between
+them (``pace``: one rule wherever it answers).
 It keeps the last ``REQUESTS_KEPT`` request bodies (``ModelServer.requests``), never more.
 Worked example — nothing here opens a socket until you ask::
 

@@ -158,7 +158,7 @@ def _decode_responses(turn: Turn, events: list[dict[str, Any]]) -> None:
 
 
 def reply_turn(answer: Answer, scenario: str, dialect: str) -> Turn:
-    """What to send: the scenario's fixture for a first reply that replays one, else the script's answer."""
+    """What to send: the scenario's fixture on a scenario's first reply, else the script's answer."""
     if answer["fixture"] is not None:
         return fixture_turn(scenario, dialect, hold=answer["hold"])
     return answer_turn(answer, dialect)

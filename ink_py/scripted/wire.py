@@ -1,11 +1,11 @@
 """How the scripted model writes on the wire, whatever the dialect: replies, frames, the reads they make.
 
-``chat_wire`` (Chat Completions) and ``dialects`` (Messages, Responses) turn the script's
-``Answer`` into events; this module holds what they share. Sections: the ``Reply`` the server
-sends (JSON, SSE, errors in each dialect's shape, an article fixture replayed byte for byte);
-the bytes (compact JSON, text pieces, §2.1's argument fragments, LF SSE frames, a usage
-estimate); and the writes: one event per write, as real servers flush them, except the two
-cuts §2.1 talks about (``article_writes``); ``split_awkwardly`` cuts a replayed fixture where a
+``chat_wire``, ``messages_wire`` and ``responses_wire`` write a reply (``turn.Turn``) as each
+provider's events; this module holds what they share. Sections: the ``Reply`` the server sends
+(JSON, SSE, errors in each dialect's shape); the bytes (compact JSON, text pieces, §2.1's
+argument fragments, OpenAI's ``obfuscation`` padding, LF SSE frames); and the writes: one event
+per write, as real servers flush them, except the two cuts §2.1 talks about
+(``article_writes``); an article scenario's reply is cut by ``split_awkwardly`` instead, where a
 careless SSE reader breaks::
 
     >>> argument_fragments('{"path":"README.md"}')   # §2.1: `{"path":"REA`, then `DME.md"}`
