@@ -52,7 +52,7 @@ def absent(driver: str) -> str:
         if shutil.which("node") is None:
             return "needs Node.js (node) on PATH; .ci/run uses Debian's"
         missing = [p for p in NEEDS[driver] if not (JS / "node_modules" / p / "package.json").is_file()]
-        return f"needs {', '.join(missing)}: `npm ci --prefix tests/js` (.ci/run does)" if missing else ""
+        return f"needs npm's {', '.join(missing)}: `npm ci --prefix tests/js` (.ci/run does)" if missing else ""
     missing = [m for m in NEEDS[driver] if importlib.util.find_spec(m) is None]
     return f"needs {', '.join(missing)}: pip install -e '.[ci]'" if missing else ""
 

@@ -10,64 +10,41 @@ from typing import Any
 
 import anthropic
 
-from .common import (
-    MESSAGES,
-    READ_DESCRIPTION,
-    READ_PARAMETERS,
-    SYSTEM,
-    TIMEOUT,
-    arguments,
-    error_text,
-    model,
-    new_turn,
-    prompt,
-    read,
-    url,
-    wants_second_turn,
-)
+from . import common
+from .common import MESSAGES, arguments, read
 
 PAIRS = [("anthropic", MESSAGES)]
-TOOLS = [{"name": "read", "description": READ_DESCRIPTION, "input_schema": READ_PARAMETERS}]
 
 
 def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
-    client = anthropic.Anthropic(
-        base_url=url("anthropic", dialect, root), api_key="unused", max_retries=0, timeout=TIMEOUT
-    )
-    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt(scenario)}]
-    turns = []
-    for _ in range(2):
-        turn, message = new_turn(), None
-        try:
-            with client.messages.stream(
-                model=model("anthropic", MESSAGES), max_tokens=1024, system=SYSTEM, messages=messages, tools=TOOLS
-            ) as stream:
-                for event in stream:
-                    if event.type == "text":
-                        turn["text"] += event.text
-                        turn["deltas"] += 1
-                    if scenario == "abort" and event.type in ("text", "input_json"):
-                        turn["aborted"] = True
-                        break
-                if not turn.get("aborted"):
-                    message = stream.get_final_message()
-                    turn["finish"] = message.stop_reason
-                    turn["calls"] = [
-                        {"id": b.id, "name": b.name, "arguments": arguments(b.input)}
-                        for b in message.content
-                        if b.type == "tool_use"
-                    ]
-                    turn["usage"] = {"input": message.usage.input_tokens, "output": message.usage.output_tokens}
-        except Exception as err:
-            turn["error"] = error_text(err)
-        turns.append(turn)
-        if message is None or not wants_second_turn(turn, scenario):
-            break
+    where = {"base_url": common.url(client, dialect, root), "api_key": "unused", "max_retries": 0}
+    sdk = anthropic.Anthropic(**where, timeout=common.TIMEOUT)
+    messages: list[Any] = [{"role": "user", "content": common.prompt(scenario)}]
+    request = {"model": common.model(client, dialect), "max_tokens": 1024, "system": common.SYSTEM}
+
+    def ask(turn: dict[str, Any]) -> Any:
+        with sdk.messages.stream(**request, messages=messages, tools=common.TOOLS[MESSAGES]) as stream:
+            for event in stream:
+                if event.type == "text":
+                    turn["text"] += event.text
+                    turn["deltas"] += 1
+                if scenario == "abort" and event.type in ("text", "input_json"):
+                    turn["aborted"] = True
+                    return None
+            message = stream.get_final_message()
+        turn["finish"] = message.stop_reason
+        uses = [block for block in message.content if block.type == "tool_use"]
+        turn["calls"] = [{"id": b.id, "name": b.name, "arguments": arguments(b.input)} for b in uses]
+        turn["usage"] = {"input": message.usage.input_tokens, "output": message.usage.output_tokens}
+        return message
+
+    def answer(message: Any) -> None:
         messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]})
-        results = [
-            {"type": "tool_result", "tool_use_id": b.id, "content": read(b.input)}
-            for b in message.content
-            if b.type == "tool_use"
-        ]
-        messages.append({"role": "user", "content": results})
-    return {"turns": turns}
+        uses = [block for block in message.content if block.type == "tool_use"]
+        messages.append({"role": "user", "content": [result(b.id, read(b.input)) for b in uses]})
+
+    return common.converse(scenario, ask, answer)
+
+
+def result(tool_use_id: str, content: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}

@@ -78,6 +78,16 @@ FILES = {"README.md": README_TEXT, "package.json": '# package.json\n\n{"name": "
 RETRY_ERROR = "Error: the arguments of read were not valid JSON. Send the call again with complete JSON arguments."
 READ_DESCRIPTION = "Read a text file in the workspace."
 READ_PARAMETERS = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+TOOLS = {  # the read tool in each dialect's shape
+    CHAT: [
+        {
+            "type": "function",
+            "function": {"name": "read", "description": READ_DESCRIPTION, "parameters": READ_PARAMETERS},
+        }
+    ],
+    RESPONSES: [{"type": "function", "name": "read", "description": READ_DESCRIPTION, "parameters": READ_PARAMETERS}],
+    MESSAGES: [{"name": "read", "description": READ_DESCRIPTION, "input_schema": READ_PARAMETERS}],
+}
 TIMEOUT = 20.0  # seconds for any one request: a hang is reported, never waited out
 DELTAS_SEEN_FIRST = 1  # abort: the driver aborts once this many pieces arrived
 
@@ -128,6 +138,24 @@ def wants_second_turn(turn: dict[str, Any], scenario: str) -> bool:
     """A second turn where the first handed over tool calls without an error — but not after
     length-tool: a reply cut at the limit is not one to act on (§4.4)."""
     return bool(turn["calls"]) and turn["error"] is None and scenario != "length-tool"
+
+
+def converse(scenario: str, ask: Callable[[dict[str, Any]], Any], answer: Callable[[Any], None]) -> dict[str, Any]:
+    """Up to two turns, the way a caller loops by hand: ``ask`` streams one request, fills the turn
+    and returns the reply the client assembled (None when it has none); ``answer`` sends the tool
+    results back the client's own way before the second."""
+    turns = []
+    for _ in range(2):
+        turn, reply = new_turn(), None
+        try:
+            reply = ask(turn)
+        except Exception as err:
+            turn["error"] = error_text(err)
+        turns.append(turn)
+        if reply is None or not wants_second_turn(turn, scenario):
+            break
+        answer(reply)
+    return {"turns": turns}
 
 
 Runner = Callable[[str, str, str, str], dict[str, Any]]  # (client, dialect, scenario, root) → the cell's report

@@ -12,113 +12,83 @@ from typing import Any
 
 import openai
 
-from .common import (
-    CHAT,
-    READ_DESCRIPTION,
-    READ_PARAMETERS,
-    RESPONSES,
-    SYSTEM,
-    TIMEOUT,
-    arguments,
-    error_text,
-    model,
-    new_turn,
-    prompt,
-    read,
-    url,
-    wants_second_turn,
-)
+from . import common
+from .common import CHAT, RESPONSES, arguments, read
 
 PAIRS = [("openai", CHAT), ("openai", RESPONSES)]
-CHAT_TOOLS = [
-    {"type": "function", "function": {"name": "read", "description": READ_DESCRIPTION, "parameters": READ_PARAMETERS}}
-]
-RESPONSES_TOOLS = [{"type": "function", "name": "read", "description": READ_DESCRIPTION, "parameters": READ_PARAMETERS}]
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 
 def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
-    client = openai.OpenAI(base_url=url("openai", dialect, root), api_key="unused", max_retries=0, timeout=TIMEOUT)
-    return (chat if dialect == CHAT else responses)(client, scenario)
+    where = {"base_url": common.url(client, dialect, root), "api_key": "unused", "max_retries": 0}
+    sdk = openai.OpenAI(**where, timeout=common.TIMEOUT)
+    return (chat if dialect == CHAT else responses)(sdk, common.model(client, dialect), scenario)
 
 
-def chat(client: openai.OpenAI, scenario: str) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": prompt(scenario)},
+def chat(sdk: openai.OpenAI, model: str, scenario: str) -> dict[str, Any]:
+    messages: list[Any] = [
+        {"role": "system", "content": common.SYSTEM},
+        {"role": "user", "content": common.prompt(scenario)},
     ]
-    turns = []
-    for _ in range(2):
-        turn, message = new_turn(), None
-        try:
-            with client.chat.completions.stream(
-                model=model("openai", CHAT), messages=messages, tools=CHAT_TOOLS, stream_options={"include_usage": True}
-            ) as stream:
-                for event in stream:
-                    if event.type == "content.delta":
-                        turn["text"] += event.delta
-                        turn["deltas"] += 1
-                    if scenario == "abort" and event.type in ("content.delta", "tool_calls.function.arguments.delta"):
-                        turn["aborted"] = True
-                        break
-                if not turn.get("aborted"):
-                    completion = stream.get_final_completion()
-                    choice = completion.choices[0]
-                    message = choice.message
-                    turn["finish"] = choice.finish_reason
-                    turn["calls"] = [
-                        {"id": c.id, "name": c.function.name, "arguments": arguments(c.function.arguments)}
-                        for c in message.tool_calls or []
-                    ]
-                    usage = completion.usage
-                    turn["usage"] = usage and {"input": usage.prompt_tokens, "output": usage.completion_tokens}
-        except Exception as err:
-            turn["error"] = error_text(err)
-        turns.append(turn)
-        if message is None or not wants_second_turn(turn, scenario):
-            break
+
+    def ask(turn: dict[str, Any]) -> Any:
+        options = {"include_usage": True}
+        with sdk.chat.completions.stream(
+            model=model, messages=messages, tools=common.TOOLS[CHAT], stream_options=options
+        ) as stream:
+            for event in stream:
+                if event.type == "content.delta":
+                    turn["text"] += event.delta
+                    turn["deltas"] += 1
+                if scenario == "abort" and event.type in ("content.delta", "tool_calls.function.arguments.delta"):
+                    turn["aborted"] = True
+                    return None
+            completion = stream.get_final_completion()
+        choice, usage = completion.choices[0], completion.usage
+        turn["finish"] = choice.finish_reason
+        turn["calls"] = [
+            {"id": c.id, "name": c.function.name, "arguments": arguments(c.function.arguments)}
+            for c in choice.message.tool_calls or []
+        ]
+        turn["usage"] = usage and {"input": usage.prompt_tokens, "output": usage.completion_tokens}
+        return choice.message
+
+    def answer(message: Any) -> None:
         messages.append(message.model_dump(exclude_none=True, exclude={"parsed"}))
-        for call in message.tool_calls or []:
+        for call in message.tool_calls:
             messages.append({"role": "tool", "tool_call_id": call.id, "content": read(call.function.arguments)})
-    return {"turns": turns}
+
+    return common.converse(scenario, ask, answer)
 
 
-def responses(client: openai.OpenAI, scenario: str) -> dict[str, Any]:
-    items: list[Any] = [{"role": "user", "content": prompt(scenario)}]
-    turns = []
-    for _ in range(2):
-        turn, response = new_turn(), None
-        try:
-            with client.responses.stream(
-                model=model("openai", RESPONSES), input=items, tools=RESPONSES_TOOLS, instructions=SYSTEM
-            ) as stream:
-                for event in stream:
-                    if event.type == "response.output_text.delta":
-                        turn["text"] += event.delta
-                        turn["deltas"] += 1
-                    if event.type in ("response.completed", "response.incomplete", "response.failed"):
-                        turn["finish"] = event.response.status  # get_final_response raises for all but completed
-                    if scenario == "abort" and event.type.endswith(".delta"):
-                        turn["aborted"] = True
-                        break
-                if not turn.get("aborted"):
-                    response = stream.get_final_response()
-                    turn["finish"] = response.status
-                    turn["calls"] = [
-                        {"id": item.call_id, "name": item.name, "arguments": arguments(item.arguments)}
-                        for item in response.output
-                        if item.type == "function_call"
-                    ]
-                    usage = response.usage
-                    turn["usage"] = usage and {"input": usage.input_tokens, "output": usage.output_tokens}
-        except Exception as err:
-            turn["error"] = error_text(err)
-        turns.append(turn)
-        if response is None or not wants_second_turn(turn, scenario):
-            break
-        items += [item.model_dump(exclude_none=True) for item in response.output]
-        items += [
-            {"type": "function_call_output", "call_id": item.call_id, "output": read(item.arguments)}
+def responses(sdk: openai.OpenAI, model: str, scenario: str) -> dict[str, Any]:
+    items: list[Any] = [{"role": "user", "content": common.prompt(scenario)}]
+
+    def ask(turn: dict[str, Any]) -> Any:
+        tools, instructions = common.TOOLS[RESPONSES], common.SYSTEM
+        with sdk.responses.stream(model=model, input=items, tools=tools, instructions=instructions) as stream:
+            for event in stream:
+                if event.type == "response.output_text.delta":
+                    turn["text"] += event.delta
+                    turn["deltas"] += 1
+                if event.type in TERMINAL:
+                    turn["finish"] = event.response.status  # get_final_response raises for all but completed
+                if scenario == "abort" and event.type.endswith(".delta"):
+                    turn["aborted"] = True
+                    return None
+            response = stream.get_final_response()
+        turn["finish"], usage = response.status, response.usage
+        turn["calls"] = [
+            {"id": item.call_id, "name": item.name, "arguments": arguments(item.arguments)}
             for item in response.output
             if item.type == "function_call"
         ]
-    return {"turns": turns}
+        turn["usage"] = usage and {"input": usage.input_tokens, "output": usage.output_tokens}
+        return response
+
+    def answer(response: Any) -> None:
+        items.extend(item.model_dump(exclude_none=True) for item in response.output)
+        calls = [item for item in response.output if item.type == "function_call"]
+        items.extend({"type": "function_call_output", "call_id": c.call_id, "output": read(c.arguments)} for c in calls)
+
+    return common.converse(scenario, ask, answer)

@@ -55,6 +55,28 @@ export function wantsSecondTurn(turn, scenario) {
   return turn.calls.length > 0 && turn.error === null && scenario !== "length-tool";
 }
 
+/**
+ * Up to two turns, the way a caller loops by hand: ask(turn) streams one request, fills the turn and
+ * returns the reply the client assembled (null: none); answer(reply) sends the tool results back the
+ * client's own way before the second.
+ */
+export async function converse(scenario, ask, answer) {
+  const turns = [];
+  for (let number = 0; number < 2; number++) {
+    const turn = newTurn();
+    turns.push(turn);
+    let reply = null;
+    try {
+      reply = await ask(turn);
+    } catch (err) {
+      turn.error = errorText(err);
+    }
+    if (reply === null || !wantsSecondTurn(turn, scenario)) break;
+    answer(reply);
+  }
+  return { turns };
+}
+
 /** Run every cell of the driver's [client, dialect] pairs: runCell → {turns, ...}; a driver's own failure is the cell's. */
 export async function main(pairs, runCell) {
   for (const [client, dialect] of pairs) {
