@@ -108,6 +108,7 @@ def test_any_request_body_gets_a_reply(dialect, scenario, body):
     assert reply["status"] in (200, 400, 404) and all(reply["writes"])
 
 
+@pytest.mark.parametrize("api", [MESSAGES, RESPONSES])
 def test_stream_false_returns_the_whole_reply(server, api):
     prompt = [{"role": "user", "content": "读取 README.md"}]
     body = {"model": "m", "messages": prompt} if api == MESSAGES else {"model": "m", "input": prompt}
