@@ -11,6 +11,8 @@ call, a second turn with the result sent back the client's own way. ``missing-fi
 with them is its own answer to that fault: ``REPORTED`` (also the table in docs/dialects.md).
 Where a client cannot do something with a real provider either, ``LIMITS`` says so in one line.
 An absent client's cells skip with one line saying how to get it; .ci/run installs them all.
+(``slow`` is not an article scenario: the README task's text paced over twenty seconds to press
+Ctrl-C on, the same wire as ``readme``'s second turn; it is left out.)
 """
 
 from __future__ import annotations

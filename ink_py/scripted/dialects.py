@@ -80,7 +80,7 @@ def unkept_reference(body: dict[str, Any]) -> Reply | None:
     """
     previous = body.get("previous_response_id")
     if previous is not None:
-        message = f"Previous response with id '{previous}' not found."
+        message = f"Previous response with id '{str(previous)[:200]}' not found."  # a bounded echo
         return error_reply(400, message, RESPONSES, param="previous_response_id", code="previous_response_not_found")
     items = body.get("input")
     for item in items if isinstance(items, list) else []:
