@@ -23,7 +23,9 @@ import pytest
 
 # memprobe/ is put on a child's PYTHONPATH (tests/raw_servers.py), never imported here: its
 # sitecustomize would clash with the interpreter's own (Debian's python3 ships one) under --doctest-modules.
-collect_ignore = ["memprobe"]
+# clients/ holds the client matrix's drivers, run as processes (tests/test_client_matrix.py): each imports
+# its client library, which a bare install does not have.
+collect_ignore = ["memprobe", "clients"]
 
 # Short names → module paths inside the package under test.
 MODULES = {

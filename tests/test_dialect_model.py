@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 from ink_py.cli import APIS
 from ink_py.scripted.dialects import build_dialect_reply
 from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.scripted.turn import decode_events, fixture_turn
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
 from .fake_server import FakeModelServer, Reply
-from .helpers import ARTICLE_FOLDER, ROOT, fixture_bytes
+from .helpers import ROOT, fixture_bytes
 from .test_cli import ink_py
 from .test_model_server import PATHS
 
@@ -75,7 +76,11 @@ JSON = st.recursive(
     max_leaves=10,
 )
 BLOCK = st.fixed_dictionaries(
-    {"type": st.sampled_from(["text", "tool_use", "tool_result", "function_call", "function_call_output", "x"])},
+    {
+        "type": st.sampled_from(
+            ["text", "tool_use", "tool_result", "function_call", "function_call_output", "item_reference", "x"]
+        )
+    },
     optional={"text": JSON, "id": JSON, "input": JSON, "content": JSON, "tool_use_id": JSON, "call_id": JSON},
 )
 MESSAGE = st.fixed_dictionaries(
@@ -86,15 +91,21 @@ MESSAGE = st.fixed_dictionaries(
 
 @given(
     st.sampled_from([MESSAGES, RESPONSES]),
+    st.sampled_from(["readme", "interleaved", "missing-finish", "abort", "length-tool"]),
     st.fixed_dictionaries(
         {},
-        optional={"messages": st.lists(MESSAGE, max_size=3) | JSON, "input": st.lists(BLOCK | MESSAGE, max_size=3)
-                  | JSON, "tools": JSON, "stream": st.booleans(), "model": JSON},
+        optional={
+            "messages": st.lists(MESSAGE, max_size=3) | JSON,
+            "input": st.lists(BLOCK | MESSAGE, max_size=3) | JSON,
+            **{field: JSON for field in ("tools", "model", "system", "instructions", "tool_choice", "store")},
+            **{field: JSON for field in ("previous_response_id", "stream_options", "max_tokens", "max_output_tokens")},
+            "stream": st.booleans(),
+        },
     ),
-)  # fmt: skip
-def test_any_request_body_gets_a_reply(dialect, body):
-    reply = build_dialect_reply(body, dialect, "readme", created=0)
-    assert reply["status"] in (200, 400) and all(reply["writes"])
+)
+def test_any_request_body_gets_a_reply(dialect, scenario, body):
+    reply = build_dialect_reply(body, dialect, scenario, created=0)
+    assert reply["status"] in (200, 400, 404) and all(reply["writes"])
 
 
 @pytest.mark.parametrize("api", [MESSAGES, RESPONSES])
@@ -287,5 +298,7 @@ def test_the_same_splits_pauses_and_hold_in_every_dialect(dialect):
     assert all(w.endswith(b"\n\n") for w in slow["writes"])  # whole frames, slowly
     assert slow["pause"] * len(slow["writes"]) == pytest.approx(SLOW_SECONDS)
     held = build_dialect_reply(body, dialect, "abort", created=0)
-    folder = ARTICLE_FOLDER[dialect.replace("-", "_")]
-    assert held["hold"] and b"".join(held["writes"]) == fixture_bytes(f"{folder}/abort")
+    frames = b"".join(held["writes"]).split(b"\n\n")[:-1]
+    said = decode_events([json.loads(f.split(b"data: ", 1)[1]) for f in frames], dialect)
+    assert held["hold"] and said == fixture_turn("abort", dialect)  # the fixture's events, with the wire's fields
+    assert len(held["writes"]) > len(frames)  # cut awkwardly, as every scenario's reply

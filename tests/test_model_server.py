@@ -1,12 +1,11 @@
 """The built-in scripted model (ink_py/scripted/), over real HTTP on 127.0.0.1 (port 0, no delay).
 
-Covers: the default task end to end through ink_py's own provider, the article's fixture
-scenarios replayed byte for byte in each dialect (the abort scenario's reply held open), the
-retry after a refused call, the writes (§2.1's two reads; fixtures cut awkwardly) and the pauses,
-the non-streaming and error replies, the official ``openai`` package as a client, and
+Covers: the default task end to end through ink_py's own provider, the abort scenario's reply
+held open, the retry after a refused call, the writes (§2.1's two reads; fixtures cut awkwardly)
+and the pauses, the non-streaming and error replies, the official ``openai`` package as a client, and
 ``ink-py serve-model`` as a process.
 What the script answers is tests/test_scripted_answers.py's; the other dialects' own wire,
-tests/test_dialect_model.py's.
+tests/test_dialect_model.py's; each scenario as its provider sends it, tests/test_scenario_wire.py's.
 """
 
 from __future__ import annotations
@@ -25,19 +24,16 @@ from typing import Any
 
 import pytest
 import requests
-import urllib3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ink_py.cli import APIS
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted import chat_wire, wire
 from ink_py.scripted import server as model_server
-from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 from ink_py.scripted.server import DEFAULT_DELAY, PAUSES_PER_REPLY, ModelServer, pace, start_model_server
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
-from .helpers import ARTICLE_FOLDER, ROOT, cli_env
+from .helpers import ROOT, cli_env
 from .test_cli import ink_py
 
 READ_TOOL = {
@@ -48,7 +44,6 @@ READ_TOOL = {
 OPENAI_READ_TOOL = {"type": "function", "function": READ_TOOL}
 README_TEXT = "# ink_py\n\nA teaching reference.\n\n```sh\n$ pip install -e .\nink-py --help\n```\n"
 RETRY_ERROR = "Error: the arguments of read were not valid JSON. Send the call again with complete JSON arguments."
-FIXTURE_SCENARIOS = [name for name in SCENARIOS if name != "readme"]  # readme's answer is generated
 PATHS = {"openai-completions": "/chat/completions", MESSAGES: "/messages", RESPONSES: "/responses"}
 
 
@@ -163,40 +158,16 @@ BODY_FIELDS = {
 }
 
 
-@given(st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}))
-def test_any_request_body_gets_a_reply(body: dict[str, Any]) -> None:
-    reply = chat_wire.build_reply(body, "readme", created=0)
+@given(
+    st.fixed_dictionaries({}, optional={**BODY_FIELDS, "model": JSON, "stream_options": JSON}),
+    st.sampled_from(["readme", "interleaved", "missing-finish", "length-text"]),
+)
+def test_any_request_body_gets_a_reply(body: dict[str, Any], scenario: str) -> None:
+    reply = chat_wire.build_reply(body, scenario, created=0)
     assert reply["status"] in (200, 400) and all(reply["writes"])
 
 
-# ── the wire: fixtures byte for byte, chunk shapes, HTTP chunks ─────────────────────────
-
-
-@pytest.mark.parametrize("api", list(APIS))
-@pytest.mark.parametrize("scenario", FIXTURE_SCENARIOS)
-def test_fixture_scenarios_replay_their_bytes_exactly(
-    serve: Callable[..., ModelServer], scenario: str, api: str
-) -> None:
-    server = serve(scenario)
-    fixture = SCENARIOS[scenario]["fixture"].replace("article/", ARTICLE_FOLDER[api.replace("-", "_")] + "/")
-    expected = fixture_path(fixture).read_bytes()
-    body = wire_body("读取 README.md", stream=True)
-    if api == RESPONSES:
-        body["input"] = body.pop("messages")
-    # 2 s for each read: long enough for a busy machine, short enough to wait out the abort scenario's silence
-    with requests.post(server.base_url + PATHS[api], json=body, stream=True, timeout=(5, 2.0)) as response:
-        assert response.headers["Content-Type"] == "text/event-stream"
-        received = b""
-        while len(received) < len(expected):
-            piece = response.raw.read1(65536)
-            assert piece, "the body ended early"
-            received += piece
-        assert received == expected
-        if scenario == "abort":  # then silence: the stalled model the user gives up on
-            with pytest.raises(urllib3.exceptions.ReadTimeoutError):
-                response.raw.read1(65536)
-        else:
-            assert response.raw.read1(65536) == b""  # nothing added: no usage, no [DONE]
+# ── the wire: a held reply, chunk shapes, HTTP chunks ─────────────────────────────────
 
 
 def test_the_held_reply_never_ends_by_itself(monkeypatch: pytest.MonkeyPatch) -> None:

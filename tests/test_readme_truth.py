@@ -249,3 +249,43 @@ def test_the_readmes_commands_leave_nothing_git_status_shows(tmp_path):
     assert (tmp_path / "rec" / "001-response.sse").exists() and (tmp_path / "exercise-report.xml").exists()
     status = subprocess.run([*git, "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True)
     assert status.stdout == ""
+
+
+# ── the client tables: what docs/usage.md and docs/dialects.md say is what the client matrix runs ──
+
+
+def table_rows(text: str, heading: str) -> list[list[str]]:
+    """The cells of the first table under ``heading`` (header and rule left out)."""
+    section = text.split(heading, 1)[1]
+    lines = [line for line in section.split("\n\n")[1:] if line.startswith("| ")][0].splitlines()
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines[2:]]
+
+
+def test_usage_says_how_each_client_reaches_the_built_in_model_as_the_client_matrix_does() -> None:
+    """Every row of usage.md's table is a (client, dialect) tests/test_client_matrix.py runs, with the
+    base URL and model name its driver gives that client (the port shown: 8765)."""
+    from .clients.common import CONNECTIONS, ROOT_SHOWN
+
+    rows = table_rows(DOCS["usage"].read_text(encoding="utf-8"), "## Use the built-in model from your own client")
+    shown = {(client, dialect): (how, url, model) for client, dialect, how, url, model in rows}
+    assert shown == {
+        (client, DIALECT_NAMES[dialect]): (how, f"`{url.format(root=ROOT_SHOWN)}`", f"`{model}`")
+        for (client, dialect), (how, url, model) in CONNECTIONS.items()
+    }
+    assert "ink-py serve-model --port 8765" in DOCS["usage"].read_text(encoding="utf-8")  # the port shown
+
+
+def test_dialects_shows_what_each_client_did_with_the_two_faults_as_the_matrix_found() -> None:
+    from .test_client_matrix import REPORTED
+
+    rows = table_rows(DOCS["dialects"].read_text(encoding="utf-8"), "### What real clients do with the two faults")
+    assert {(c, d): (mf, ij) for c, d, mf, ij in rows} == {
+        (client, DIALECT_NAMES[dialect]): said for (client, dialect), said in REPORTED.items()
+    }
+
+
+DIALECT_NAMES = {
+    "openai-completions": "Chat Completions",
+    "anthropic-messages": "Messages",
+    "openai-responses": "Responses",
+}

@@ -3,6 +3,7 @@ reported, the trace of a failed run (an existing trace file is replaced only whe
 one-line errors and ``--tool-choice`` (a subprocess, real HTTP)."""
 
 import json
+import re
 
 import pytest
 
@@ -33,7 +34,7 @@ def with_usage(body, prompt, completion):
 
 def test_a_one_turn_run_says_1_turn_and_where_to_continue(workspace):
     done = ink_py("--scenario", "length-text", cwd=workspace)
-    assert "— ink-scripted · 1 turn · usage not reported by the server" in done.stderr
+    assert re.search(r"— ink-scripted · 1 turn · in \d+ / out \d+ tokens", done.stderr)  # the scenario's usage too
     assert "ink-py chat" in done.stderr.splitlines()[-1]  # the advice to continue names where to do it
 
 

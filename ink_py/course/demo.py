@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as err:  # an install without its fixtures
             return fail(str(err))
         label = f"{SCENARIOS[name]['title']}({SCENARIOS[name]['section']})· {shown_path(path)}"
+        label += f" · {DIALECTS[args.api]['notes'][name]}" if name in DIALECTS[args.api]["notes"] else ""
         abort_after = len(split_frames(data)) if name in ABORT_SCENARIOS else None  # abort after the last frame
     try:
         return present(record_steps(split_frames(data), abort_after, args.api, args.all_lines), label, args)

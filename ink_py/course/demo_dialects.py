@@ -4,7 +4,8 @@ A step shows what the assembler holds and the lines of the functions it ran. Nei
 listed here by name: both come from the assembler's source (``ast``), so a state variable
 renamed or added, or a helper moved to another module, shows up as the code has it.
 
-- ``DIALECTS``: per ``--api``, the provider module whose assembler runs and its fixtures;
+- ``DIALECTS``: per ``--api``, the provider module whose assembler runs, its fixtures, and a line
+  where the dialect tells a scenario differently (``interleaved``: one call after the other);
 - ``assembler_locals``: the locals set up before the main ``for`` loop (parameters aside),
   and the name that loop gives each event;
 - ``traced_functions``: the assembler and the provider functions it calls, and theirs (``LEFT_OUT``:
@@ -37,12 +38,22 @@ class Dialect(TypedDict):
 
     module: Any  # the provider module: its assemble_stream runs
     folder: str  # fixtures/<folder>/ holds its copy of the article's scenarios
+    notes: dict[str, str]  # scenario → one line on how this dialect tells it differently
 
 
+ONE_AFTER_ANOTHER = "{what}流完才开始下一个:两次调用先后到达,交错只在 Chat Completions 出现(§2.2)"
 DIALECTS: dict[str, Dialect] = {
-    "openai-completions": {"module": openai_completions, "folder": "article"},
-    "anthropic-messages": {"module": anthropic_messages, "folder": "anthropic"},
-    "openai-responses": {"module": openai_responses, "folder": "responses"},
+    "openai-completions": {"module": openai_completions, "folder": "article", "notes": {}},
+    "anthropic-messages": {
+        "module": anthropic_messages,
+        "folder": "anthropic",
+        "notes": {"interleaved": ONE_AFTER_ANOTHER.format(what="Messages 的服务端一个内容块")},
+    },
+    "openai-responses": {
+        "module": openai_responses,
+        "folder": "responses",
+        "notes": {"interleaved": ONE_AFTER_ANOTHER.format(what="Responses 的服务端一个输出项")},
+    },
 }
 
 # What the article's §3 widget leaves out, so a step leaves it out too unless ``--all-lines``: the

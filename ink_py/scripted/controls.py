@@ -65,7 +65,7 @@ def request_problem(body: dict[str, Any]) -> str:
 def obey(answer: Answer, body: dict[str, Any]) -> Answer:
     """``answer`` as the request's ``tool_choice`` and output limit allow (``request_problem`` checked first)."""
     if answer["fixture"] is not None:
-        return answer  # a recorded body is replayed byte for byte
+        return answer  # a scenario says what its fixture says
     messages = body.get("messages")
     messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     choice = tool_choice(body) or "auto"

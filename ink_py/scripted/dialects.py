@@ -2,15 +2,16 @@
 
 The script (``script.plan_answer``) reads a Chat Completions conversation. This module
 puts a ``/v1/messages`` or ``/v1/responses`` request into those words (``as_chat_request``),
-then writes the answer in the dialect's own events, in the order the real APIs send them
-(``messages_events``, ``responses_events``) — faithful enough for the official ``anthropic``
-and ``openai`` SDKs — with the same CRLF frames, awkward byte splits and pauses (``wire``). The
-article's scenarios replay ``fixtures/anthropic/`` and ``fixtures/responses/`` instead.
+then has the dialect's encoder write the reply (``turn.reply_turn``: the script's answer, or
+the scenario's fixture decoded) with every event and field its provider sends, one content
+block / output item after another (``messages_wire``, ``responses_wire``), in the same writes
+and pauses as every reply (``wire``). Input items the server cannot have kept — an
+``item_reference``, a ``previous_response_id`` — are answered as OpenAI answers them when it
+keeps nothing (``unkept_reference``), never dropped in silence.
 
     >>> chat = as_chat_request({"messages": [{"role": "user", "content": "读取 setup.cfg"}]}, MESSAGES)
-    >>> answer = plan_answer(chat)
-    >>> [name for name, _ in messages_events(answer, model="m", reply_id="msg_1", usage=USAGE)][:3]
-    ['message_start', 'content_block_start', 'ping']
+    >>> chat["messages"], chat["tools"]
+    ([{'role': 'user', 'content': '读取 setup.cfg'}], None)
 """
 
 from __future__ import annotations
@@ -19,55 +20,74 @@ import json
 from typing import Any
 
 from .controls import obey, request_problem
-from .script import Answer, digest, message_text, plan_answer
-from .wire import (
-    MESSAGES,
-    RESPONSES,
-    SLOW_PIECE,
-    TEXT_PIECE,
-    Reply,
-    argument_fragments,
-    error_reply,
-    estimate_usage,
-    event_frame,
-    json_reply,
-    pieces,
-    replay_fixture,
-    reply_model,
-    sse_reply,
-)
+from .messages_wire import final_message, messages_events
+from .responses_wire import responses_events
+from .script import digest, message_text, plan_answer
+from .turn import reply_turn, usage
+from .wire import MESSAGES, RESPONSES, Reply, error_reply, event_frame, json_reply, padding, reply_model, sse_reply
 
-FIXTURE_FOLDER = {MESSAGES: "anthropic", RESPONSES: "responses"}  # each dialect's copy of the article's scenarios
-USAGE = {"prompt_tokens": 0, "completion_tokens": 0}
-
-Event = tuple[str, dict[str, Any]]  # (the SSE event name, its data)
+NOT_STORED = (
+    "Item with id '{id}' not found. Items are not persisted when `store` is set to false. "
+    "Try again with `store` set to true, or remove this item from your input."
+)  # OpenAI's words (404) for a reference to an item it did not keep
+NOT_FOUND = "Item with id '{id}' not found."  # … and for one it never had: the built-in model keeps none
 
 
 def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) -> Reply:
     """Everything the server sends for one ``POST /v1/messages`` or ``/v1/responses`` body."""
     if not isinstance(body, dict):
         return error_reply(400, "The request body must be a JSON object.", dialect)
+    if dialect == RESPONSES:
+        refused = unkept_reference(body)
+        if refused is not None:
+            return refused
     chat = as_chat_request(body, dialect)
     problem = request_problem(chat)
     if problem:
         return error_reply(400, problem, dialect)
     answer = obey(plan_answer(chat, scenario), chat)  # tool_choice and the output limit, as a real server
+    turn = reply_turn(answer, scenario, dialect)
     stream = body.get("stream") is True
-    if answer["fixture"] is not None:
-        return replay_fixture(answer, scenario, stream, FIXTURE_FOLDER[dialect])
-    model = reply_model(body)
+    if not stream and turn["ending"] is None:
+        return error_reply(400, f'The scenario {scenario!r} is a stream that breaks off: send "stream": true.', dialect)
     hex_id = digest(chat["messages"])[:24]
-    usage = estimate_usage(chat["messages"], answer)
+    counts = usage(chat["messages"], turn)
     if dialect == MESSAGES:
-        events = messages_events(answer, model=model, reply_id=f"msg_{hex_id}", usage=usage)
+        events = messages_events(turn, model=reply_model(body), reply_id=f"msg_{hex_id}", counts=counts)
     else:
-        events = responses_events(answer, model=model, reply_id=f"resp_{hex_id}", usage=usage, created=created)
+        events = responses_events(turn, body, reply_id=f"resp_{hex_id}", created=created, counts=counts)
     if not stream:  # the whole reply at once: the stream's last snapshot
-        whole = events[0][1]["message"] if dialect == MESSAGES else events[-1][1]["response"]
-        if dialect == MESSAGES:
-            whole = {**whole, **final_message(events)}
-        return json_reply(200, whole)
-    return sse_reply([event_frame(name, data) for name, data in events], answer["slow"])
+        return json_reply(200, final_message(events) if dialect == MESSAGES else events[-1][1]["response"])
+    options = body.get("stream_options")
+    if dialect == RESPONSES and not (isinstance(options, dict) and options.get("include_obfuscation") is False):
+        events = [(name, _padded(data, hex_id)) for name, data in events]
+    frames = [event_frame(name, data) for name, data in events]
+    return sse_reply(frames, slow=turn["slow"], hold=turn["hold"], scenario=answer["fixture"] is not None)
+
+
+def _padded(data: dict[str, Any], seed: str) -> dict[str, Any]:
+    """OpenAI pads each delta event against length side channels (``obfuscation``)."""
+    if not data["type"].endswith(".delta"):
+        return data
+    return {**data, "obfuscation": padding(seed, data["sequence_number"])}
+
+
+def unkept_reference(body: dict[str, Any]) -> Reply | None:
+    """OpenAI's error for input that points at state the server never kept, or None.
+
+    >>> unkept_reference({"store": False, "input": [{"type": "item_reference", "id": "fc_1"}]})["status"]
+    404
+    """
+    previous = body.get("previous_response_id")
+    if previous is not None:
+        message = f"Previous response with id '{str(previous)[:200]}' not found."  # a bounded echo
+        return error_reply(400, message, RESPONSES, param="previous_response_id", code="previous_response_not_found")
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("type") == "item_reference":
+            words = NOT_STORED if body.get("store") is False else NOT_FOUND
+            return error_reply(404, words.format(id=str(item.get("id"))[:200]), RESPONSES, param="input")
+    return None
 
 
 # ── the request, in Chat Completions' words ─────────────────────────────────────────────
@@ -173,167 +193,3 @@ def from_responses_input(items: Any) -> list[dict[str, Any]]:
                 {"role": "tool", "tool_call_id": str(item.get("call_id")), "content": message_text(item.get("output"))}
             )
     return chat
-
-
-# ── the answer, as Messages events ──────────────────────────────────────────────────────
-
-
-def messages_events(answer: Answer, *, model: str, reply_id: str, usage: dict[str, int]) -> list[Event]:
-    """message_start, a text block, a tool_use block (first partial_json ""), message_delta, message_stop."""
-    call = answer["tool_call"]
-    message: dict[str, Any] = {
-        "id": reply_id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": usage["prompt_tokens"],
-            "output_tokens": 1,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
-    }
-    events: list[Event] = [("message_start", {"type": "message_start", "message": message})]
-
-    def block(index: int, content_block: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
-        events.append(
-            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": content_block})
-        )
-        if index == 0:
-            events.append(("ping", {"type": "ping"}))  # Anthropic sends one early
-        events.extend(
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas
-        )
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-
-    piece = SLOW_PIECE if answer["slow"] else TEXT_PIECE
-    index = 0
-    if answer["text"]:
-        block(
-            0, {"type": "text", "text": ""}, [{"type": "text_delta", "text": t} for t in pieces(answer["text"], piece)]
-        )
-        index = 1
-    if call is not None:
-        fragments = ["", *argument_fragments(call["arguments"])]  # Anthropic opens with an empty one
-        tool_id = "toolu_" + call["id"].removeprefix("call_")
-        block(
-            index,
-            {"type": "tool_use", "id": tool_id, "name": call["name"], "input": {}},
-            [{"type": "input_json_delta", "partial_json": f} for f in fragments],
-        )
-    stop_reason = "max_tokens" if answer["cut"] else "tool_use" if call is not None else "end_turn"
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": usage["completion_tokens"]},
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
-
-
-def final_message(events: list[Event]) -> dict[str, Any]:
-    """The content, stop reason and usage a non-streaming Messages reply carries."""
-    content: list[dict[str, Any]] = []
-    for name, data in events:
-        if name == "content_block_start":
-            content.append(dict(data["content_block"]))
-        elif name == "content_block_delta" and data["delta"]["type"] == "text_delta":
-            content[-1]["text"] += data["delta"]["text"]
-        elif name == "content_block_delta":
-            content[-1]["partial"] = content[-1].get("partial", "") + data["delta"]["partial_json"]
-    for block in content:
-        if "partial" in block:
-            try:
-                block["input"] = json.loads(block.pop("partial"))
-            except ValueError:
-                block["input"] = {}  # arguments cut at the output limit: no input to show
-    delta = next(data for name, data in events if name == "message_delta")
-    usage = {**events[0][1]["message"]["usage"], **delta["usage"]}
-    return {"content": content, "stop_reason": delta["delta"]["stop_reason"], "usage": usage}
-
-
-# ── the answer, as Responses events ─────────────────────────────────────────────────────
-
-
-def responses_events(answer: Answer, *, model: str, reply_id: str, usage: dict[str, int], created: int) -> list[Event]:
-    """response.created … output items (a message, a function_call) … response.completed
-    (``response.incomplete``, reason max_output_tokens, when cut at the request's limit)."""
-    call = answer["tool_call"]
-    events: list[Event] = []
-    done_items: list[dict[str, Any]] = []
-
-    def response(status: str, output: list[dict[str, Any]], report: dict[str, Any] | None) -> dict[str, Any]:
-        return {
-            "id": reply_id,
-            "object": "response",
-            "created_at": created,
-            "status": status,
-            "model": model,
-            "output": output,
-            "parallel_tool_calls": True,
-            "tool_choice": "auto",
-            "tools": [],
-            "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
-            "instructions": None,
-            "metadata": {},
-            "text": {"format": {"type": "text"}},
-            "usage": report,
-        }
-
-    def add(name: str, **data: Any) -> None:
-        events.append((name, {"type": name, "sequence_number": len(events), **data}))
-
-    add("response.created", response=response("in_progress", [], None))
-    add("response.in_progress", response=response("in_progress", [], None))
-    piece = SLOW_PIECE if answer["slow"] else TEXT_PIECE
-    if answer["text"]:
-        index, item_id = len(done_items), "msg_" + reply_id.removeprefix("resp_")
-        item = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-        part = {"type": "output_text", "annotations": [], "text": ""}
-        where = {"item_id": item_id, "output_index": index, "content_index": 0}
-        add("response.output_item.added", output_index=index, item=item)
-        add("response.content_part.added", **where, part=part)
-        for text in pieces(answer["text"], piece):
-            add("response.output_text.delta", **where, delta=text, logprobs=[])
-        part = {**part, "text": answer["text"]}
-        add("response.output_text.done", **where, text=answer["text"], logprobs=[])
-        add("response.content_part.done", **where, part=part)
-        done_items.append({**item, "status": "completed", "content": [part]})
-        add("response.output_item.done", output_index=index, item=done_items[-1])
-    if call is not None:
-        index, item_id = len(done_items), "fc_" + call["id"].removeprefix("call_")
-        item = {
-            "id": item_id,
-            "type": "function_call",
-            "status": "in_progress",
-            "arguments": "",
-            "call_id": call["id"],
-            "name": call["name"],
-        }
-        add("response.output_item.added", output_index=index, item=item)
-        for fragment in argument_fragments(call["arguments"]):
-            add("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=fragment)
-        add("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=call["arguments"])
-        done_items.append({**item, "status": "completed", "arguments": call["arguments"]})
-        add("response.output_item.done", output_index=index, item=done_items[-1])
-    report = {
-        "input_tokens": usage["prompt_tokens"],
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": usage["completion_tokens"],
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
-    }
-    if answer["cut"] and done_items:
-        done_items[-1]["status"] = "incomplete"  # the item the limit cut
-    status = "incomplete" if answer["cut"] else "completed"
-    add(f"response.{status}", response=response(status, done_items, report))
-    return events

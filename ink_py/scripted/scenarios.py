@@ -1,8 +1,9 @@
 """The article's scenarios by name, and where their fixtures live.
 
 One registry serves the built-in scripted model (``ink-py --scenario NAME``), the
-step-through demo (``ink-py demo NAME``) and the tests, so all of them replay the
-same raw ``.sse`` bodies from ``fixtures/``.
+step-through demo (``ink-py demo NAME``) and the tests, so all of them read the
+same raw ``.sse`` bodies from ``fixtures/`` (the model decodes them, then writes them with
+every field its dialect's provider adds: ``turn.py``).
 """
 
 from __future__ import annotations

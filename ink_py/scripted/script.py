@@ -3,9 +3,9 @@
 The model asks to ``read`` the file named in the prompt (default README.md), then summarises
 what the tool returned. The server keeps no conversation state: each answer is read off the
 request's Chat Completions ``messages`` (``dialects`` translates the other two first). An
-``Answer`` — text, a ``PlannedCall`` or a fixture to replay — is written as bytes by
-``chat_wire`` and ``dialects``. Sections: what to answer (turn 1, a retry, a follow-up);
-turn 2, summarising what the tools returned; the stateless ids.
+``Answer`` — text, a ``PlannedCall`` or a scenario's fixture — is written as bytes by ``turn``
+and the encoders (``chat_wire``, ``messages_wire``, ``responses_wire``). Sections: what to
+answer (turn 1, a retry, a follow-up); turn 2, summarising what the tools returned; the ids.
 
     >>> answer = plan_answer({"model": "ink-scripted", "messages": [{"role": "user", "content": "读取 setup.cfg"}]})
     >>> answer["text"], answer["tool_call"]["name"], answer["tool_call"]["arguments"]
@@ -26,7 +26,11 @@ MODEL_ID = "ink-scripted"
 DEFAULT_SCENARIO = "readme"
 SLOW_SCENARIO = "slow"  # not an article scenario: a long, slow answer to press Ctrl-C on
 DEFAULT_FILE = "README.md"
-RETRY_PHRASE = "Send the call again"  # the loop's wording when it refused a call's arguments
+RETRY_PHRASES = (  # a tool result saying the call's arguments were refused, in the words of:
+    "Send the call again",  # ink_py's loop,
+    "Invalid input for tool",  # the Vercel AI SDK's tool error,
+    '"type":"json_invalid"',  # pydantic-ai's validation error
+)
 MAX_COMMANDS = 8
 SHELL_INFOS = {"", "sh", "bash", "shell", "console"}  # fenced blocks whose lines are commands
 
@@ -56,7 +60,7 @@ class PlannedCall(TypedDict):
 
 
 class Answer(TypedDict):
-    """What to say. ``fixture`` set: replay that fixture's bytes instead of text and tool_call."""
+    """What to say. ``fixture`` set: say what that fixture says instead of text and tool_call."""
 
     text: str
     tool_call: PlannedCall | None
@@ -88,7 +92,7 @@ def plan_answer(body: dict[str, Any], scenario: str = DEFAULT_SCENARIO) -> Answe
     call_id = new_call_id(messages)
 
     if results:  # a later turn: the loop ran our tool calls
-        if any(RETRY_PHRASE in message_text(r.get("content")) for r in results):
+        if any(phrase in message_text(r.get("content")) for r in results for phrase in RETRY_PHRASES):
             if not has_read_tool(body):
                 return text_answer(help_text("请求声明了工具,但其中没有 read。"))
             return read_call(f"刚才的调用没能执行,我重新读取 {path}。", path, call_id)

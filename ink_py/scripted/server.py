@@ -3,9 +3,11 @@
 With no ``--base-url``, ``ink-py`` starts this server on a background thread and talks to it
 through the same provider code a real endpoint gets (real sockets, chunked SSE, CRLF frames,
 reads that cut a character), so the demo needs no network and no key; ``ink-py serve-model``
-runs it alone. Sections: ``ModelServer`` and ``start_model_server``, the handler (its routes),
-``pace``, the command. What to answer is decided in ``script``, how it is written in
-``chat_wire``, ``dialects`` and ``wire``; the routes and an example: docs/modules.md.
+runs it alone, for ``curl -N`` or any client, each dialect as its provider sends it
+(tests/test_client_matrix.py runs eleven). Sections: ``ModelServer`` and
+``start_model_server``, the handler (its routes), ``pace``, the command. What to answer is
+decided in ``script``; how it is written in ``turn``, the encoders (``chat_wire``,
+``messages_wire``, ``responses_wire``), ``dialects`` and ``wire``; routes: docs/modules.md.
 
     >>> vars(parse_args(["--scenario", "slow"]))   # the command's settings (delay None: INK_SCRIPTED_DELAY's)
     {'host': '127.0.0.1', 'port': 0, 'scenario': 'slow', 'delay': None}

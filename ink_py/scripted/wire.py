@@ -1,11 +1,11 @@
 """How the scripted model writes on the wire, whatever the dialect: replies, frames, the reads they make.
 
-``chat_wire`` (Chat Completions) and ``dialects`` (Messages, Responses) turn the script's
-``Answer`` into events; this module holds what they share. Sections: the ``Reply`` the server
-sends (JSON, SSE, errors in each dialect's shape, an article fixture replayed byte for byte);
-the bytes (compact JSON, text pieces, §2.1's argument fragments, LF SSE frames, a usage
-estimate); and the writes: one event per write, as real servers flush them, except the two
-cuts §2.1 talks about (``article_writes``); ``split_awkwardly`` cuts a replayed fixture where a
+``chat_wire``, ``messages_wire`` and ``responses_wire`` write a reply (``turn.Turn``) as each
+provider's events; this module holds what they share. Sections: the ``Reply`` the server sends
+(JSON, SSE, errors in each dialect's shape); the bytes (compact JSON, text pieces, §2.1's
+argument fragments, OpenAI's ``obfuscation`` padding, LF SSE frames); and the writes: one event
+per write, as real servers flush them, except the two cuts §2.1 talks about
+(``article_writes``); an article scenario's reply is cut by ``split_awkwardly`` instead, where a
 careless SSE reader breaks::
 
     >>> argument_fragments('{"path":"README.md"}')   # §2.1: `{"path":"REA`, then `DME.md"}`
@@ -20,8 +20,7 @@ import json
 from itertools import pairwise
 from typing import Any, TypedDict
 
-from .scenarios import fixture_path
-from .script import MODEL_ID, Answer
+from .script import MODEL_ID, digest
 
 CHAT, MESSAGES, RESPONSES = "openai-completions", "anthropic-messages", "openai-responses"  # the dialects
 SSE_TYPE = "text/event-stream"
@@ -48,21 +47,14 @@ class Reply(TypedDict):
 # ── replies ─────────────────────────────────────────────────────────────────────────────
 
 
-def replay_fixture(answer: Answer, scenario: str, stream: bool, folder: str = "article") -> Reply:
-    """An article scenario's recorded body, byte for byte, from ``fixtures/<folder>/`` (its dialect's)."""
-    if not stream:
-        return error_reply(400, f'The scenario {scenario!r} replays a recorded stream: send "stream": true.')
-    name = str(answer["fixture"]).replace("article/", f"{folder}/", 1)
-    data = fixture_path(name).read_bytes()  # no usage, no end marker added
-    return _reply(200, SSE_TYPE, split_awkwardly(data), hold=answer["hold"])
-
-
-def sse_reply(frames: list[bytes], slow: bool, half_event: bytes = b"") -> Reply:
-    """A streamed reply: one event per write with §2.1's two cuts (``article_writes``), or
-    (the slow scenario) whole frames, slowly."""
+def sse_reply(frames: list[bytes], *, slow: bool, hold: bool, scenario: bool, half_event: bytes = b"") -> Reply:
+    """A streamed reply: one event per write with §2.1's two cuts (``article_writes``); an article
+    scenario's cut awkwardly instead (``split_awkwardly``); the slow scenario's whole frames, slowly."""
     if slow:
         return _reply(200, SSE_TYPE, frames, pause=SLOW_SECONDS / len(frames))
-    return _reply(200, SSE_TYPE, article_writes(frames, half_event))
+    if scenario:
+        return _reply(200, SSE_TYPE, split_awkwardly(b"".join(frames)), hold=hold)
+    return _reply(200, SSE_TYPE, article_writes(frames, half_event), hold=hold)
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -70,13 +62,13 @@ def error_body(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
 
 
-def error_reply(status: int, message: str, dialect: str = CHAT) -> Reply:
-    """The dialect's error shape: OpenAI's for Chat Completions, Anthropic's for Messages, Responses' own."""
+def error_reply(
+    status: int, message: str, dialect: str = CHAT, param: str | None = None, code: str | None = None
+) -> Reply:
+    """The dialect's error shape: OpenAI's for Chat Completions and Responses, Anthropic's for Messages."""
     if dialect == MESSAGES:
         return json_reply(status, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
-    if dialect == RESPONSES:
-        return json_reply(status, {"error": {"message": message, "type": "invalid_request_error", "param": None}})
-    return json_reply(status, error_body(message))
+    return json_reply(status, {"error": {**error_body(message)["error"], "param": param, "code": code}})
 
 
 def reply_model(body: dict[str, Any]) -> str:
@@ -123,6 +115,16 @@ def argument_fragments(arguments: str) -> list[str]:
     return [arguments[:head], *pieces(arguments[head:], ARGUMENT_PIECE)]
 
 
+def padding(seed: str, number: int) -> str:
+    """An event's ``obfuscation``: OpenAI pads each streamed delta with a few random characters so
+    that lengths do not tell the tokens; here a few deterministic ones.
+
+    >>> padding("chatcmpl-1", 0), padding("chatcmpl-1", 3)
+    ('69', 'dcfc8')
+    """
+    return digest([seed, number])[: 2 + number % 9]
+
+
 def sse_frame(data: bytes) -> bytes:
     """One SSE event, LF line endings, as OpenAI and Anthropic send them."""
     return b"data: " + data + b"\n\n"
@@ -135,18 +137,6 @@ def event_frame(name: str, data: dict[str, Any]) -> bytes:
     b'event: ping\\ndata: {"type":"ping"}\\n\\n'
     """
     return b"event: " + name.encode() + b"\n" + sse_frame(json_bytes(data))
-
-
-def estimate_usage(messages: Any, answer: Answer) -> dict[str, int]:
-    """Deterministic token counts: about four characters per token."""
-    call = answer["tool_call"]
-    prompt = _tokens(json.dumps(messages, ensure_ascii=False))
-    output = _tokens(answer["text"] + (call["name"] + call["arguments"] if call else ""))
-    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
-
-
-def _tokens(text: str) -> int:
-    return (len(text) + 3) // 4
 
 
 # ── splitting: the writes, and the reads they become ────────────────────────────────────
