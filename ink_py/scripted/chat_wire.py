@@ -23,17 +23,14 @@ from typing import Any
 
 from .controls import obey, request_problem
 from .script import digest, plan_answer
-from .turn import Turn, Usage, reply_turn, usage
+from .turn import Turn, Usage, reply_turn, text_deltas, usage
 from .wire import (
     CHAT,
-    SLOW_PIECE,
-    TEXT_PIECE,
     Reply,
     error_reply,
     json_bytes,
     json_reply,
     padding,
-    pieces,
     reply_model,
     sse_frame,
     sse_reply,
@@ -99,8 +96,7 @@ def stream_chunks(turn: Turn, head: dict[str, Any]) -> list[dict[str, Any]]:
 
     # the first delta names the role (content null when the reply opens with a call, as OpenAI's)
     chunks = [chunk({"role": "assistant", "content": "" if turn["text"] else None, "refusal": None})]
-    piece = SLOW_PIECE if turn["slow"] else TEXT_PIECE
-    chunks += [chunk({"content": text}) for text in pieces(turn["text"], piece)]
+    chunks += [chunk({"content": text}) for text in text_deltas(turn)]
     sent = [0] * len(turn["calls"])  # fragments sent so far, per call
     for number in turn["order"]:
         call, fragment = turn["calls"][number], turn["calls"][number]["fragments"][sent[number]]

@@ -22,10 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .turn import Turn, Usage
-from .wire import SLOW_PIECE, TEXT_PIECE, pieces
+from .turn import Event, Turn, Usage, text_deltas
 
-Event = tuple[str, dict[str, Any]]  # (the SSE event name, its data)
 STOP_REASON = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}  # Chat's words → Messages'
 COUNTS: Usage = {"input": 0, "output": 0}
 
@@ -66,9 +64,8 @@ def messages_events(turn: Turn, *, model: str, reply_id: str, counts: Usage) -> 
             add("content_block_stop", index=index)
 
     add("message_start", message=message)
-    piece = SLOW_PIECE if turn["slow"] else TEXT_PIECE
     if turn["text"]:
-        texts = [{"type": "text_delta", "text": t} for t in pieces(turn["text"], piece)]
+        texts = [{"type": "text_delta", "text": t} for t in text_deltas(turn)]
         block({"type": "text", "text": ""}, texts, last=not turn["calls"])
     for number, call in enumerate(turn["calls"]):
         fragments = ["", *call["fragments"]]  # Anthropic opens each tool_use block with an empty one

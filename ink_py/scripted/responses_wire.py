@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .turn import Turn, Usage
-from .wire import SLOW_PIECE, TEXT_PIECE, pieces, reply_model
+from .turn import Event, Turn, Usage, text_deltas
+from .wire import reply_model
 
-Event = tuple[str, dict[str, Any]]  # (the SSE event name, its data)
 COUNTS: Usage = {"input": 0, "output": 0}
 ECHOED: dict[str, Any] = {  # request fields the response object repeats, with what it says when the request has none
     "background": False,
@@ -90,7 +89,6 @@ def responses_events(turn: Turn, request: dict[str, Any], *, reply_id: str, crea
     response = response_object(request, reply_id=reply_id, created=created, status="in_progress")
     add("response.created", response=response)
     add("response.in_progress", response=response)
-    piece = SLOW_PIECE if turn["slow"] else TEXT_PIECE
     breaks_off = turn["ending"] is None
     if turn["text"]:
         index, item_id = len(output), "msg_" + hex_id
@@ -99,7 +97,7 @@ def responses_events(turn: Turn, request: dict[str, Any], *, reply_id: str, crea
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         add("response.output_item.added", output_index=index, item=item)
         add("response.content_part.added", **where, part=part)
-        for text in pieces(turn["text"], piece):
+        for text in text_deltas(turn):
             add("response.output_text.delta", **where, delta=text, logprobs=[])
         if breaks_off and not turn["calls"]:
             return events

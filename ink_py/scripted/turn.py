@@ -21,10 +21,11 @@ from typing import Any, Literal, TypedDict
 from ..provider.shared import parse_sse
 from .scenarios import SCENARIOS, fixture_path
 from .script import Answer
-from .wire import CHAT, MESSAGES, RESPONSES, argument_fragments
+from .wire import CHAT, MESSAGES, RESPONSES, SLOW_PIECE, TEXT_PIECE, argument_fragments, pieces
 
 FIXTURE_FOLDER = {CHAT: "article", MESSAGES: "anthropic", RESPONSES: "responses"}  # each dialect's copy
 Ending = Literal["stop", "tool_calls", "length"] | None  # None: the body breaks off after its last piece
+Event = tuple[str, dict[str, Any]]  # a named-event dialect's (SSE event name, its data)
 STOP_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}  # Messages' words → Chat's
 
 
@@ -52,6 +53,15 @@ class Usage(TypedDict):
 
     input: int
     output: int
+
+
+def text_deltas(turn: Turn) -> list[str]:
+    """The reply's text as a provider streams it: five-character deltas (two for ``slow``), in every dialect.
+
+    >>> text_deltas(fixture_turn("readme", CHAT))
+    ['我先读一下', ' READ', 'ME。']
+    """
+    return pieces(turn["text"], SLOW_PIECE if turn["slow"] else TEXT_PIECE)
 
 
 # ── from the script's answer ────────────────────────────────────────────────────────────
