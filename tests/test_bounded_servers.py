@@ -176,6 +176,7 @@ def test_a_trusted_proxy_is_not_capped_and_others_are(
         ("INK_MAX_CONNECTIONS_PER_CLIENT", "²", "give a whole number of connections (0: no cap)"),
         ("INK_MAX_CONNECTIONS_PER_CLIENT", "-1", "give a whole number of connections (0: no cap)"),
         ("FORWARDED_ALLOW_IPS", "127.0.0.1,proxy.example", "'proxy.example' is not an address or a network"),
+        ("INK_SEND_TIMEOUT", "0", "INK_SEND_TIMEOUT='0': give a number of seconds from 1 to 3600"),
     ],
 )
 def test_a_connection_setting_it_cannot_use_is_one_error_line(

@@ -70,8 +70,8 @@ from .guards import (
 from .producer import STOPPED, Event, Producers, Send
 from .runs import GONE, NO_SESSION, MemoryRuns, RunKey, RunLog, StoreError
 from .sessions import Conversations, SessionStore
-from .stores import env_redis_url, open_stores
-from .stream import ProviderFactory, RunSettings, SseBody, run_query
+from .stores import env_redis_url, open_stores, seconds_setting
+from .stream import SEND_TIMEOUT_SECONDS, ProviderFactory, RunSettings, SseBody, run_query, watch_writes
 from .wsgi_server import DISCONNECTED, WsgiServer
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class RelayApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            return self._route(environ, start_response)
+            return watch_writes(self._route(environ, start_response), environ, self.settings.send_timeout)
         except BadRequest as bad:
             allow = "POST" if environ.get("PATH_INFO") == STOP_PATH else "GET"
             return json_reply(start_response, bad.status, {"error": str(bad)}, [("Allow", allow)] * (bad.status == 405))
@@ -295,6 +295,7 @@ def app_for(args: argparse.Namespace) -> tuple[RelayApp, ModelServer | None]:
             max_turns=args.max_turns,
             max_tokens=args.max_tokens,
             max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+            send_timeout=seconds_setting(os.environ, "INK_SEND_TIMEOUT", SEND_TIMEOUT_SECONDS, 1, 3600),
         )
         hosts = [name.strip() for name in os.environ.get("INK_ALLOWED_HOSTS", "").split(",") if name.strip()]
         store, run_log = open_stores(env_redis_url(args.redis), os.environ)  # UsageError: exit 4, before any request
@@ -317,7 +318,7 @@ class RelayServer(WsgiServer):
     app: RelayApp
 
     def __init__(self, address: tuple[str, int], app: RelayApp) -> None:
-        super().__init__(address, app)
+        super().__init__(address, app, app.settings.send_timeout)
         host, port = self.host_and_port
         self.url = f"http://{host}:{port}/"
         self._thread: threading.Thread | None = None
