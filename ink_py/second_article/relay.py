@@ -118,7 +118,8 @@ class RelayApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            return watch_writes(self._route(environ, start_response), environ, self.settings.send_timeout)
+            body = self._route(environ, start_response)
+            return watch_writes(body, environ, self.settings.send_timeout)  # beyond §二: a stuck reader is dropped
         except BadRequest as bad:
             allow = "POST" if environ.get("PATH_INFO") == STOP_PATH else "GET"
             return json_reply(start_response, bad.status, {"error": str(bad)}, [("Allow", allow)] * (bad.status == 405))
@@ -395,7 +396,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
         epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file; INK_RESUME_GRACE, "
-        "INK_RUN_TTL (see docs/relay-wsgi.md)",
+        "INK_RUN_TTL, INK_SEND_TIMEOUT, INK_MAX_CONNECTIONS_PER_CLIENT (see docs/relay-wsgi.md)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")

@@ -105,7 +105,7 @@ class WsgiHandler(BoundedHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.server.send_timeout)  # beyond §二: INK_SEND_TIMEOUT, as gunicorn's, waitress's
+        self.connection.settimeout(self.server.send_timeout)  # INK_SEND_TIMEOUT (the relay's watchdog elsewhere)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: one line per request would bury the URL the user needs
