@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from .helpers import ROOT
-from .raw_servers import INK_PY
+from .raw_servers import INK_PY, end_process
 
 SEED = 20_33_6  # issue 33, item 6
 CASES = 4000  # per server: a few seconds each
@@ -163,12 +163,7 @@ class Server:
         self.port = int(url.split(":")[2].split("/")[0])
 
     def stop(self) -> str:
-        self.process.terminate()
-        try:
-            self.process.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, WAIT)
         assert self.process.stdout is not None
         self.process.stdout.close()
         return self.stderr.read_text(errors="replace")

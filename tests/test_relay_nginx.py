@@ -25,7 +25,7 @@ import pytest
 import requests
 
 from .helpers import ROOT, sse
-from .raw_servers import SSE_HEAD, RawServer, sse_server
+from .raw_servers import SSE_HEAD, RawServer, end_process, sse_server
 from .test_relay_wsgi import Served, lots_of_text, model_env, needs
 from .test_relay_wsgi import serve as serve  # noqa: F401  (the fixture: gunicorn as a process)
 from .test_relay_wsgi import workspace as workspace  # noqa: F401
@@ -89,12 +89,7 @@ class Nginx:
                 time.sleep(0.05)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, WAIT)
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article.relay import make_relay_server
 
 from .helpers import ROOT, sse
-from .raw_servers import SSE_HEAD, RawServer, sse_server
+from .raw_servers import SSE_HEAD, RawServer, end_process, sse_server
 from .test_relay import README, README_QUESTION, named, read_all, streamed_text
 
 WAIT_SECONDS = 15.0  # an upper bound on waiting for a process, never a speed check
@@ -89,12 +89,7 @@ class Served:
         requests.get(self.url, timeout=WAIT_SECONDS)  # and one that answers means it is ready
 
     def stop(self) -> str:
-        self.process.terminate()
-        try:
-            self.process.wait(WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, WAIT_SECONDS)
         return self.log.read_text(errors="replace")
 
 
