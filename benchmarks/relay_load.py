@@ -185,6 +185,7 @@ class Relay:
             "OPENAI_BASE_URL": model_url,
             "INK_MODEL": "bench",
             "INK_WORKSPACE": str(ROOT),
+            "INK_MAX_CONNECTIONS_PER_CLIENT": "0",  # ink-py serve: every stream here comes from 127.0.0.1
         }
         python = sys.executable
         serve = [python, "-m", "ink_py", "serve", "--port", "0", "--base-url", model_url, "--model", "bench",

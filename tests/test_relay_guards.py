@@ -136,19 +136,22 @@ def test_a_foreign_origin_is_refused_even_without_sec_fetch_site(relay: RelaySer
         (b"GET /../../etc/passwd HTTP/1.1", b"404"),
         (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1", b"404"),
         (b"GET /page.html/../../relay.py HTTP/1.1", b"404"),
-        (b"PUT / HTTP/1.1", b"501"),
-        (b"DELETE /chat/stream HTTP/1.1", b"501"),
-        (b"TRACE / HTTP/1.1", b"501"),
-        (b"BREW / HTTP/1.1", b"501"),
+        (b"PUT / HTTP/1.1", b"405"),  # every method reaches the application, which says what it takes
+        (b"DELETE /chat/stream HTTP/1.1", b"405"),
+        (b"TRACE / HTTP/1.1", b"405"),
+        (b"BREW / HTTP/1.1", b"405"),
+        (b"GET /chat/stop HTTP/1.1", b"405"),
     ],
 )
 def test_traversal_and_odd_methods_are_refused(relay: RelayServer, request_line: bytes, status: bytes) -> None:
     port = relay.server_address[1]
-    reply = raw_request(port, request_line + b"\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n\r\n" % port)
+    head = b"\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % port
+    reply = raw_request(port, request_line + head)
     assert reply.split(b" ")[1] == status, reply[:200]
     assert b"root:" not in reply and b"import " not in reply
-    if status != b"501":
-        assert "error" in json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert "error" in json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    if status == b"405":  # RFC 9110 §15.5.6: a 405 says which methods the resource takes
+        assert (b"\r\nAllow: POST\r\n" if b"/chat/stop" in request_line else b"\r\nAllow: GET\r\n") in reply
 
 
 # ── the page ────────────────────────────────────────────────────────────────────────────

@@ -390,8 +390,9 @@ def test_a_resume_from_before_a_capped_logs_oldest_event_says_so(hosts, model, m
 
 @needs_redis
 def test_a_resume_storm_while_redis_is_slow_loses_nothing_and_each_fails_once_when_it_is_too_slow(
-    redis_server: RedisServer, workspace
+    redis_server: RedisServer, workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("INK_MAX_CONNECTIONS_PER_CLIENT", "0")  # 60 readers at once, all from 127.0.0.1
     redis_server.client().flushdb()
     slow = SlowProxy(redis_server.port, 0.01)  # every reply 10 ms late
     with start_model_server(port=0, delay=0) as model:

@@ -173,11 +173,10 @@ class _Handler(BoundedHandler):
         return self.path.split("?", 1)[0].rstrip("/") or "/"
 
     def _read_body(self) -> bytes:
-        length = self.body_length()  # BodyTooLarge past MAX_BODY_BYTES
-        if length is None:
-            self.close_connection = True  # no length (or a chunked upload): the body's end is unknown
-            return b""
-        return self.rfile.read(length)
+        return self.rfile.read(self.body_length())  # BodyTooLarge past MAX_BODY_BYTES; no length: no body
+
+    def error_json(self, message: str) -> Any:
+        return error_body(message)  # a malformed head, as OpenAI's servers say a malformed request
 
     def _send_json(self, status: int, value: Any) -> None:
         self._send(json_reply(status, value))

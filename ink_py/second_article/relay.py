@@ -70,8 +70,8 @@ from .guards import (
 from .producer import STOPPED, Event, Producers, Send
 from .runs import GONE, NO_SESSION, MemoryRuns, RunKey, RunLog, StoreError
 from .sessions import Conversations, SessionStore
-from .stores import env_redis_url, open_stores
-from .stream import ProviderFactory, RunSettings, SseBody, run_query
+from .stores import env_redis_url, open_stores, seconds_setting
+from .stream import SEND_TIMEOUT_SECONDS, ProviderFactory, RunSettings, SseBody, run_query, watch_writes
 from .wsgi_server import DISCONNECTED, WsgiServer
 
 if TYPE_CHECKING:
@@ -118,7 +118,8 @@ class RelayApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            return self._route(environ, start_response)
+            body = self._route(environ, start_response)
+            return watch_writes(body, environ, self.settings.send_timeout)  # beyond §二: a stuck reader is dropped
         except BadRequest as bad:
             allow = "POST" if environ.get("PATH_INFO") == STOP_PATH else "GET"
             return json_reply(start_response, bad.status, {"error": str(bad)}, [("Allow", allow)] * (bad.status == 405))
@@ -295,6 +296,7 @@ def app_for(args: argparse.Namespace) -> tuple[RelayApp, ModelServer | None]:
             max_turns=args.max_turns,
             max_tokens=args.max_tokens,
             max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+            send_timeout=seconds_setting(os.environ, "INK_SEND_TIMEOUT", SEND_TIMEOUT_SECONDS, 1, 3600),
         )
         hosts = [name.strip() for name in os.environ.get("INK_ALLOWED_HOSTS", "").split(",") if name.strip()]
         store, run_log = open_stores(env_redis_url(args.redis), os.environ)  # UsageError: exit 4, before any request
@@ -317,7 +319,7 @@ class RelayServer(WsgiServer):
     app: RelayApp
 
     def __init__(self, address: tuple[str, int], app: RelayApp) -> None:
-        super().__init__(address, app)
+        super().__init__(address, app, app.settings.send_timeout)
         host, port = self.host_and_port
         self.url = f"http://{host}:{port}/"
         self._thread: threading.Thread | None = None
@@ -394,7 +396,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
         epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file; INK_RESUME_GRACE, "
-        "INK_RUN_TTL (see docs/relay-wsgi.md)",
+        "INK_RUN_TTL, INK_SEND_TIMEOUT, INK_MAX_CONNECTIONS_PER_CLIENT (see docs/relay-wsgi.md)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")
