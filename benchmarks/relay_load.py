@@ -321,9 +321,9 @@ def event_latency(redis_url: str | None, events: int) -> dict[str, dict[str, flo
     found = {"memory": one_latency(memory, memory, events)}
     if redis_url is not None:
         from ink_py.second_article.redis_client import connect_redis
-        from ink_py.second_article.redis_runs import RedisRuns
+        from ink_py.second_article.stores import redis_stores
 
-        here, there = (RedisRuns(connect_redis(redis_url), 600, 10.0) for _ in range(2))
+        here, there = (redis_stores(connect_redis(redis_url), 600, 10.0)[1] for _ in range(2))
         found["Redis, reader in the same process"] = one_latency(here, here, events)
         found["Redis, reader on another host"] = one_latency(here, there, events)
     return found

@@ -24,6 +24,7 @@ import requests
 from ink_py import bounded_server
 from ink_py.course.demo_web import DemoServer
 from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.second_article.quotas import Quotas
 
 from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
@@ -119,7 +120,7 @@ def test_idle_connections_time_out(scripted_model: ModelServer, monkeypatch: pyt
 
 def test_200_concurrent_streams_all_complete(tmp_path: Path) -> None:
     with sse_server(text_reply("hello")) as model:
-        relay = start_relay(model.base_url, tmp_path)
+        relay = start_relay(model.base_url, tmp_path, quotas=Quotas(runs_per_client=200))  # one address: 200 runs
         try:
 
             def one(_: int) -> list[str]:

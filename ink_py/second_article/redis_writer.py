@@ -6,9 +6,10 @@ threads, not streaming (benchmarks/results/relay_load.md). So a producer's ``put
 the event; one thread per process, the writer, sends all that is queued, for every run, in one
 pipeline (``send``), then copies what Redis accepted into ``local`` — a MemoryRuns of the runs
 produced here — which this process's readers follow without a round trip. Only what Redis
-accepted is copied, so a reader here and one on another host see the same events, the same ids.
-A failure sticks to its run: the run's next ``put`` raises it (Fenced, StoreError), its copy is
-dropped (readers go to Redis), and the last event of a run waits for Redis's answer.
+accepted is copied, so a reader here and one on another host see the same events, the same ids;
+a copy lives no longer than the log in Redis (INK_RUN_TTL). A failure sticks to its run: the
+run's next ``put`` raises it (Fenced, StoreError: its copy is dropped, readers go to Redis;
+RunFull: only the run's last event goes in after it), and the last event waits for Redis's answer.
 
     >>> writer = Writer(lambda batch: list(range(1, len(batch) + 1)))
     >>> writer.start_run(("session-1", "run-0001"))
@@ -27,11 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.abort import start_thread
-from .runs import Fenced, MemoryRuns, RunKey, StoreError
+from .quotas import UNLIMITED
+from .runs import Fenced, MemoryRuns, RunFull, RunKey, StoreError
 
 MAX_QUEUED = 5000  # events waiting for the writer; then producers wait (backpressure)
 MAX_BATCH = 1000  # most events in one pipeline
-LOCAL_SECONDS = 60  # a finished run's copy is kept this long for readers here (then: Redis)
+LOCAL_SECONDS = 60  # a finished run's copy is kept this long for readers here (then: Redis), INK_RUN_TTL at most
 LAST_WAIT_SECONDS = 10.0  # how long a run's last event waits for Redis's answer
 FAILED_KEPT = 1000  # runs whose failure is remembered for their next put
 
@@ -54,8 +56,8 @@ Send = Callable[[list[Queued]], list[Any]]  # one pipeline → per event: its id
 class Writer:
     """The writer thread of one process, and ``local``: the runs it writes, as Redis accepted them."""
 
-    def __init__(self, send: Send) -> None:
-        self.local = MemoryRuns(ttl=LOCAL_SECONDS)
+    def __init__(self, send: Send, ttl: float = LOCAL_SECONDS) -> None:
+        self.local = MemoryRuns(ttl=min(LOCAL_SECONDS, ttl), quotas=UNLIMITED)  # Redis counts the quotas
         self._send = send
         self._queue: list[Queued] = []
         self._failed: OrderedDict[RunKey, Exception] = OrderedDict()
@@ -73,7 +75,7 @@ class Writer:
         """Queue one event; raise the failure an earlier one met. The last waits for its answer."""
         item = Queued(key, token, name, data, last)
         with self._changed:
-            self._raise_failure(key)
+            self._raise_failure(key, last)
             while len(self._queue) >= MAX_QUEUED and not self._closed:
                 self._changed.wait(0.1)  # Redis is slower than the producers: they wait
             self._queue.append(item)
@@ -85,7 +87,7 @@ class Writer:
             if not item.done.wait(LAST_WAIT_SECONDS):
                 raise StoreError("Redis did not answer in time")
             with self._changed:
-                self._raise_failure(key)
+                self._raise_failure(key, last)
 
     def close(self) -> None:
         """Write what is queued (a bounded while), then stop the thread."""
@@ -96,9 +98,10 @@ class Writer:
         for item in pending:
             item.done.wait(LAST_WAIT_SECONDS)
 
-    def _raise_failure(self, key: RunKey) -> None:
-        if key in self._failed:
-            raise self._failed[key]
+    def _raise_failure(self, key: RunKey, last: bool) -> None:
+        failure = self._failed.get(key)
+        if failure is not None and not (last and isinstance(failure, RunFull)):  # a full log takes its end
+            raise failure
 
     def _write(self) -> None:
         while True:
@@ -118,14 +121,16 @@ class Writer:
 
     def _settle(self, item: Queued, result: Any) -> None:
         with self._changed:
-            failed = item.key in self._failed
-        if not failed and isinstance(result, (Fenced, StoreError)):
-            with self._changed:
+            before = self._failed.get(item.key)
+            if isinstance(result, Exception) and (before is None or isinstance(before, RunFull)):
                 self._failed[item.key] = result
                 while len(self._failed) > FAILED_KEPT:
                     self._failed.popitem(last=False)
+        if isinstance(before, (Fenced, StoreError)) or isinstance(result, RunFull):
+            pass  # settled already, or not written (a full log): the copy stays as Redis has it
+        elif isinstance(result, (Fenced, StoreError)):
             self.local.forget(item.key, 1)  # readers here go to Redis, which has the run's end
-        elif not failed and self.local.status(item.key).state == "running":
+        elif self.local.status(item.key).state == "running":
             if self.local.append(item.key, 1, item.name, item.data, item.last) != result:
                 self.local.forget(item.key, 1)  # out of step (it cannot be, but then: Redis)
         item.done.set()
