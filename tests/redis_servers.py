@@ -42,14 +42,16 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """``redis-server`` on 127.0.0.1, in ``folder``; ``url`` reaches it, ``client()`` talks to it."""
+    """``redis-server`` on 127.0.0.1, in ``folder``; ``url`` reaches it, ``client()`` talks to it.
+    ``settings``: more of its flags (``"--maxmemory", "16mb"`` …)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *settings: str) -> None:
         assert REDIS_SERVER is not None
         folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()  # redis-server refuses --port 0
         self.url = f"redis://127.0.0.1:{self.port}/0"
         argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        argv += settings
         self.log = folder / "redis.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen([*argv, "--dir", str(folder)], stdout=out, stderr=subprocess.STDOUT)

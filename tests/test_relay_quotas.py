@@ -357,7 +357,7 @@ def test_the_query_string_is_bounded_before_it_is_parsed_and_parsed_once(
             said: list[Any] = []
             environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "query=" + "%E8%AF%BB" * 10_000}
             environ |= {"SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "HTTP_HOST": "127.0.0.1:8000"}
-            body = b"".join(relay.app(environ, lambda *args: said.append(args)))
+            body = b"".join(relay.app(environ, lambda *args, said=said: said.append(args)))
             assert said[0][0] == "414 URI Too Long" and parsed == []  # refused unparsed
             assert json.loads(body) == {"error": "the query string is 90006 characters; at most 65536 are accepted"}
     finally:

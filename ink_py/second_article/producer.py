@@ -103,8 +103,8 @@ class Producers:
             with self._lock:
                 self._owned.pop(key, None)
         if not lost:
-            self._append(key, token, controller, last, last=True)
-        elif lost[0] == TOO_LONG:  # beyond §七: the log is full, but its end always fits
+            lost = self._append(key, token, controller, last, last=True)
+        if lost == [TOO_LONG]:  # beyond §七: the log is full (perhaps found only now), but an error end fits
             self._append(key, token, controller, ("error", {"message": TOO_LONG}), last=True)
 
     def _append(self, key: RunKey, token: int, controller: AbortController, event: Event, last: bool) -> list[str]:
@@ -120,7 +120,7 @@ class Producers:
             why = LOST_STORE
             print(f"ink-py serve: run {key[1]}: {LOST_STORE}: {terminal_safe(str(err))}", file=sys.stderr)
         controller.abort(why)  # no one could read what it writes: close the model request
-        if last:
+        if last and why != TOO_LONG:
             print(f"ink-py serve: run {key[1]} could not write its end: {terminal_safe(why)}", file=sys.stderr)
         return [why]
 

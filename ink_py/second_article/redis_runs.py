@@ -53,9 +53,10 @@ _ENTRY_ID = re.compile(rb"0-([0-9]{1,9})")
 WRITE = """
 local function write(name, data, last, cap, ttl, most)
   local size = string.len(name) + string.len(data)
-  if last ~= '1' then
+  if last ~= '1' or name ~= 'error' then
     local h = redis.call('HMGET', KEYS[1], 'size', 'full')
-    if h[2] or (tonumber(h[1]) or 0) + size > tonumber(most) then
+    if h[2] then return -2 end
+    if last ~= '1' and (tonumber(h[1]) or 0) + size > tonumber(most) then
       redis.call('HSET', KEYS[1], 'full', 1)
       return -2
     end

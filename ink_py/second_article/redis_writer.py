@@ -9,7 +9,7 @@ produced here — which this process's readers follow without a round trip. Only
 accepted is copied, so a reader here and one on another host see the same events, the same ids;
 a copy lives no longer than the log in Redis (INK_RUN_TTL). A failure sticks to its run: the
 run's next ``put`` raises it (Fenced, StoreError: its copy is dropped, readers go to Redis;
-RunFull: only the run's last event goes in after it), and the last event waits for Redis's answer.
+RunFull: only an ``error`` may end that run), and the last event waits for Redis's answer.
 
     >>> writer = Writer(lambda batch: list(range(1, len(batch) + 1)))
     >>> writer.start_run(("session-1", "run-0001"))
@@ -48,6 +48,7 @@ class Queued:
     data: dict[str, Any]
     last: bool
     done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None  # once done: its id, or the exception it met
 
 
 Send = Callable[[list[Queued]], list[Any]]  # one pipeline → per event: its id, or the exception it met
@@ -87,6 +88,8 @@ class Writer:
             if not item.done.wait(LAST_WAIT_SECONDS):
                 raise StoreError("Redis did not answer in time")
             with self._changed:
+                if isinstance(item.result, Exception):
+                    raise item.result  # RunFull too: a log that is full ends only with an error
                 self._raise_failure(key, last)
 
     def close(self) -> None:
@@ -100,7 +103,7 @@ class Writer:
 
     def _raise_failure(self, key: RunKey, last: bool) -> None:
         failure = self._failed.get(key)
-        if failure is not None and not (last and isinstance(failure, RunFull)):  # a full log takes its end
+        if failure is not None and not (last and isinstance(failure, RunFull)):  # Redis says whether the end fits
             raise failure
 
     def _write(self) -> None:
@@ -133,4 +136,5 @@ class Writer:
         elif self.local.status(item.key).state == "running":
             if self.local.append(item.key, 1, item.name, item.data, item.last) != result:
                 self.local.forget(item.key, 1)  # out of step (it cannot be, but then: Redis)
+        item.result = result
         item.done.set()

@@ -53,7 +53,7 @@ class Fenced(Exception):
 
 
 class RunFull(Exception):
-    """The run's log holds ``run_bytes`` (INK_MAX_RUN_BYTES): it takes only its terminal event now."""
+    """The run's log holds ``run_bytes`` (INK_MAX_RUN_BYTES): it takes nothing now but an ``error`` to end it."""
 
 
 def stored(data: dict[str, Any]) -> bytes:
@@ -183,8 +183,10 @@ class MemoryRuns:
             run = self._runs.get(key)
             if run is None or run.token != token or run.ended:
                 raise Fenced(f"run {key[1]} is no longer this producer's")
-            if not last and (run.full or run.size + size > self.quotas.run_bytes):
-                run.full = True  # beyond §七: what follows would splice the answer; its end still fits
+            if run.full and not (last and name == "error"):  # beyond §七: a full log ends only with an error
+                raise RunFull(TOO_LONG)
+            if not last and run.size + size > self.quotas.run_bytes:
+                run.full = True  # what follows would splice the answer: nothing more but the error that ends it
                 raise RunFull(TOO_LONG)
             run.size += size
             return self._write(run, name, data, last)
