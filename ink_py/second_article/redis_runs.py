@@ -182,7 +182,7 @@ class RedisRuns:
         self._claim, self._append, self._beat, self._seen, self._status, self._stop, self._take_over, self._forget = (
             map(client.register_script, scripts)
         )
-        self.writer = Writer(self._write, ttl)
+        self.writer = Writer(self._write)
         self._clients: dict[RunKey, str] = {}  # the runs produced here → the client each counts against
 
     def claim(self, key: RunKey, client: str = "") -> int | None:

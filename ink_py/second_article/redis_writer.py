@@ -7,15 +7,16 @@ the event; one thread per process, the writer, sends all that is queued, for eve
 pipeline (``send``), then copies what Redis accepted into ``local`` — a MemoryRuns of the runs
 produced here — which this process's readers follow without a round trip. Only what Redis
 accepted is copied, so a reader here and one on another host see the same events, the same ids;
-a copy lives no longer than the log in Redis (INK_RUN_TTL). A failure sticks to its run: the
+a copy lives while its run does: once the end is in, readers here too read Redis, so an answer
+Redis no longer has (expired, evicted) is gone for every host alike. A failure sticks to its run: the
 run's next ``put`` raises it (Fenced, StoreError: its copy is dropped, readers go to Redis;
 RunFull: only an ``error`` may end that run), and the last event waits for Redis's answer.
 
     >>> writer = Writer(lambda batch: list(range(1, len(batch) + 1)))
     >>> writer.start_run(("session-1", "run-0001"))
-    >>> writer.put(("session-1", "run-0001"), 1, "done", {}, last=True)
-    >>> writer.local.read(("session-1", "run-0001"), 0, 0).events
-    [(1, 'done', {})]
+    >>> writer.put(("session-1", "run-0001"), 1, "text", {"text": "一"}, last=False)
+    >>> writer.local.read(("session-1", "run-0001"), 0, 1.0).events
+    [(1, 'text', {'text': '一'})]
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from .runs import Fenced, MemoryRuns, RunFull, RunKey, StoreError
 
 MAX_QUEUED = 5000  # events waiting for the writer; then producers wait (backpressure)
 MAX_BATCH = 1000  # most events in one pipeline
-LOCAL_SECONDS = 60  # a finished run's copy is kept this long for readers here (then: Redis), INK_RUN_TTL at most
 LAST_WAIT_SECONDS = 10.0  # how long a run's last event waits for Redis's answer
 FAILED_KEPT = 1000  # runs whose failure is remembered for their next put
 
@@ -57,8 +57,8 @@ Send = Callable[[list[Queued]], list[Any]]  # one pipeline → per event: its id
 class Writer:
     """The writer thread of one process, and ``local``: the runs it writes, as Redis accepted them."""
 
-    def __init__(self, send: Send, ttl: float = LOCAL_SECONDS) -> None:
-        self.local = MemoryRuns(ttl=min(LOCAL_SECONDS, ttl), quotas=UNLIMITED)  # Redis counts the quotas
+    def __init__(self, send: Send) -> None:
+        self.local = MemoryRuns(quotas=UNLIMITED)  # the runs produced here, while they run: Redis counts quotas
         self._send = send
         self._queue: list[Queued] = []
         self._failed: OrderedDict[RunKey, Exception] = OrderedDict()
@@ -134,7 +134,7 @@ class Writer:
         elif isinstance(result, (Fenced, StoreError)):
             self.local.forget(item.key, 1)  # readers here go to Redis, which has the run's end
         elif self.local.status(item.key).state == "running":
-            if self.local.append(item.key, 1, item.name, item.data, item.last) != result:
-                self.local.forget(item.key, 1)  # out of step (it cannot be, but then: Redis)
+            if self.local.append(item.key, 1, item.name, item.data, item.last) != result or item.last:
+                self.local.forget(item.key, 1)  # ended (or out of step, which it cannot be): Redis from now on
         item.result = result
         item.done.set()
