@@ -4,7 +4,8 @@ A real ``redis-server`` (started here, on a free port, nothing on disk) and two 
 processes with ``INK_REDIS_URL`` stand for two machines behind a load balancer. A stream
 started on one and cut after a few events resumes on the other — ``Last-Event-ID`` or ``after=``
 — with exactly the events it missed, one run only; a second client joins on the other; after
-the end, 204; stop works from the other host; a run no one comes back to is aborted after
+the end, 204; an answer Redis expired or evicted is one error on both hosts, never a second
+run; stop works from the other host; a run no one comes back to is aborted after
 ``INK_RESUME_GRACE`` (its model request closed); a worker killed with SIGKILL is noticed (its
 readers get a last ``error`` event, never a hang); Redis killed mid-run ends the stream with
 an ``error`` event while the worker keeps serving; every key has an expiry; another session
@@ -191,6 +192,27 @@ def test_another_session_can_neither_read_nor_join_a_run(hosts: Hosts) -> None:
             got = read_events(stream(hosts.b, run=run, **other, **resume))
             assert got == [{"id": None, "event": "error", "data": {"message": GONE}}]
     assert read_events(stream(hosts.b, session=session, run=run, after=0)) == events  # the owner still can
+
+
+@pytest.mark.parametrize("how", ["expired", "evicted"])
+def test_a_resume_of_an_answer_redis_no_longer_has_is_one_error_on_both_hosts(hosts: Hosts, how: str) -> None:
+    session, run = new_id(), new_id()
+    events = read_events(stream(hosts.a, query=README_QUESTION, session=session, run=run))
+    assert events[-1]["event"] == "done"
+    client = hosts.redis.client()
+    keys = [f"ink:run:{{{session}/{run}}}", f"ink:log:{{{session}/{run}}}"]
+    for key in keys:
+        client.pexpire(key, 1) if how == "expired" else client.delete(key)  # Redis's expiry, or its eviction
+    deadline = time.monotonic() + WAIT_SECONDS
+    while client.exists(*keys):
+        assert time.monotonic() < deadline, "Redis kept keys that had expired"
+        time.sleep(0.01)  # expired keys go within milliseconds
+    asked = len(hosts.readme.requests)
+    for host in (hosts.a, hosts.b):  # the producing host (a) as well as the other
+        for resume in ({"last_event_id": 3}, {"after": 3}):
+            got = read_events(stream(host, query=README_QUESTION, session=session, run=run, **resume))
+            assert got == [{"id": None, "event": "error", "data": {"message": GONE}}]
+    assert len(hosts.readme.requests) == asked  # never a second run
 
 
 # ── faults ──────────────────────────────────────────────────────────────────────────────
