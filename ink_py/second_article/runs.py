@@ -98,8 +98,8 @@ class RunLog(Protocol):
 
     def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int | None:
         """Write one event (``last``: the terminal one); its id, if known at once (Redis: queued, in order).
-        Fenced if the token lost the run, RunFull past ``run_bytes`` (never for ``last``), StoreError if
-        the store failed (for an earlier event, perhaps)."""
+        Fenced if the token lost the run, RunFull past ``run_bytes`` (then only an ``error`` may end it),
+        StoreError if the store failed (for an earlier event, perhaps)."""
         ...
 
     def read(self, key: RunKey, after: int, wait: float) -> Batch:
@@ -145,7 +145,7 @@ class _Run:
     last: int = 0
     ended: bool = False
     size: int = 0  # bytes of its events as stored, all it ever had
-    full: bool = False  # it reached run_bytes: only its terminal event goes in
+    full: bool = False  # it reached run_bytes: nothing more goes in but the error that ends it
     stop: str | None = None
     written: float = field(default_factory=time.monotonic)  # last write or beat: expiry counts from here
     beat: float = field(default_factory=time.monotonic)
