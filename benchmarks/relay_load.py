@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -325,6 +326,9 @@ def run_load(relay: Relay, clients: int, progress: Progress) -> dict[str, Any]:
         "completed": sum(any(e[1] == "done" for e in r["events"]) for r in results),
         "5xx": sum((r["status"] or 0) >= 500 for r in results),
         "error_events": sum(any(e[1] == "error" for e in r["events"]) for r in results),
+        "error_messages": dict(
+            Counter(e[2].get("message", "")[:100] for r in results for e in r["events"] if e[1] == "error")
+        ),
         "failed": sum(bool(r["failed"]) for r in results),
         "p50_first_text_s": percentile(firsts, 50),
         "p95_first_text_s": percentile(firsts, 95),
@@ -562,6 +566,7 @@ def measure(
     redis_process, redis_url = start_redis(logs) if "redis" in names else (None, None)
     redis = redis_client(redis_url) if redis_url else None
     results: dict[str, Any] = {"load": [], "storm": [], "latency": {}, "redis": None, "flood": []}
+    began_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     for clients in sizes:  # interleaved: each N through every contender, one after the other
         for name in names:
             progress.say(f"{RELAYS[name]} · {clients} streams · starting", done=False)
@@ -610,6 +615,7 @@ def measure(
             f"p95 first text {seconds(row['p95_first_text_s'])} s (alone {seconds(rows[0]['p95_first_text_s'])} s); "
             f"the flooder got {row['flood_429']} × 429 of {row['flood_requests']}"
         )
+    results["load_average"] = (began_load, os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0)
     return results
 
 
@@ -628,9 +634,9 @@ def format_row(row: dict[str, Any]) -> str:
 def write(out: Path, results: dict[str, Any]) -> None:
     rows = results["load"]
     table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+    writer = csv.DictWriter(table, fieldnames=[name for name in rows[0] if name != "error_messages"])
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({name: value for name, value in row.items() if name != "error_messages"} for row in rows)
     write_text_atomically(out / "relay_load.csv", table.getvalue())
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -638,6 +644,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
         "",
         f"`python benchmarks/relay_load.py` — {when}; {os.cpu_count()} CPUs, Python {platform.python_version()}",
         f"on {platform.system()}; clients, relays, Redis and the model share the machine. One run: read the ratios.",
+        f"Load average when it began and ended: {results['load_average'][0]:.1f} and {results['load_average'][1]:.1f}"
+        f" (above {os.cpu_count()}: other work shared the machine too).",
         "",
         "| relay | clients | completed | 5xx | error events | failed | p50 first text s | p95 first text s "
         "| wall s | peak memory MiB |",
@@ -645,6 +653,11 @@ def write(out: Path, results: dict[str, Any]) -> None:
         *map(format_row, rows),
         "",
     ]
+    said = [(row, message, count) for row in rows for message, count in row["error_messages"].items()]
+    lines += [
+        f"- error events, {row['relay']} × {row['clients']}: {count} × “{message}”" for row, message, count in said
+    ]
+    lines += [""] * bool(said)
     latency = results["latency"]
     lines += ["## Latency per event through the run log", "", "| store | p50 ms | p95 ms |", "|---|---|---|"]
     lines += [f"| {name} | {value['p50'] * 1000:.2f} | {value['p95'] * 1000:.2f} |" for name, value in latency.items()]
@@ -692,7 +705,7 @@ def write(out: Path, results: dict[str, Any]) -> None:
             " carries many.",
         ]
     if plot(out, results):
-        lines[5:5] = ["![the relay under load](relay_load.png)", ""]
+        lines[6:6] = ["![the relay under load](relay_load.png)", ""]
     write_text_atomically(out / "relay_load.md", "\n".join(lines) + "\n")
 
 

@@ -33,7 +33,7 @@ from ink_py.second_article.runs import MemoryRuns
 
 from .fake_server import FakeModelServer, Reply
 from .helpers import text_reply, tool_reply
-from .redis_servers import SlowProxy, pipe, read_events
+from .redis_servers import SlowProxy, read_events
 
 try:
     from selenium import webdriver
@@ -420,19 +420,9 @@ class SleepingProxy(DroppingProxy):
         self.asleep, self.clients, self.slept = threading.Event(), [], False
         super().__init__(texts)
 
-    def _accept(self) -> None:
-        while not self.closed.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.asleep.is_set():
-                client.close()
-                continue
-            self.clients.append(client)
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self.down, args=(upstream, client), daemon=True).start()
+    def admit(self, client: socket.socket) -> bool:
+        self.clients.append(client)
+        return not self.asleep.is_set()
 
     def down(self, upstream: socket.socket, client: socket.socket) -> None:
         super().down(upstream, client)

@@ -30,7 +30,7 @@ from ink_py.second_article.runs import GONE, MemoryRuns, RunLog
 
 from .helpers import text_reply
 from .raw_servers import SSE_HEAD, RawServer
-from .redis_servers import NEEDS_REDIS, RedisServer, read_events
+from .redis_servers import NEEDS_REDIS, RedisServer, module_redis, read_events
 from .test_relay import README, README_QUESTION
 
 WAIT_SECONDS = 20.0  # an upper bound on any one wait, never a speed check
@@ -39,11 +39,7 @@ needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or 
 Hosts = Callable[[], tuple[RelayServer, RelayServer]]
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.kill()
+redis_server = module_redis()
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from ink_py.second_article.runs import GONE, MemoryRuns
 from ink_py.second_article.sessions import Conversations, SqliteConversations
 
 from .addresses import NEEDS_LOOPBACKS, loopback, session_from
-from .redis_servers import NEEDS_REDIS, RedisServer, read_events
+from .redis_servers import NEEDS_REDIS, RedisServer, module_redis, read_events
 from .test_relay import README, README_QUESTION, named, streamed_text
 
 WAIT_SECONDS = 20.0  # an upper bound on any one wait, never a speed check
@@ -44,11 +44,7 @@ MALLORY, ALICE, BOB = loopback(1), loopback(2), loopback(3)  # a flooder and two
 SLOW = "讲一段慢慢的回答"  # the slow scenario's question: about twenty seconds of text
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.kill()
+redis_server = module_redis()
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ from ink_py.second_article.runs import GONE, MemoryRuns, RunLog
 from ink_py.second_article.sessions import Conversations, SessionStore
 
 from .raw_servers import SSE_HEAD, RawServer
-from .redis_servers import NEEDS_REDIS, RedisServer, SlowProxy, cut_after, read_events
+from .redis_servers import NEEDS_REDIS, RedisServer, SlowProxy, cut_after, module_redis, read_events
 from .test_relay import README, README_QUESTION
 
 WAIT_SECONDS = 30.0  # an upper bound on any one wait, never a speed check
@@ -45,11 +45,7 @@ needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or 
 Stores = Callable[..., tuple[SessionStore, RunLog]]
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.kill()
+redis_server = module_redis()
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=needs_redis)])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +30,14 @@ from ink_py.second_article.guards import BadRequest
 from ink_py.second_article.relay import make_relay_server
 from ink_py.second_article.sessions import Conversations, SessionStore, SqliteConversations, open_store
 
-from .redis_servers import NEEDS_REDIS, RedisServer
+from .redis_servers import NEEDS_REDIS, RedisServer, module_redis
 from .test_relay import README, README_QUESTION, ask_in, named, streamed_text
 
 HELLO = {"role": "user", "content": "你好"}
 needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.kill()
+redis_server = module_redis()
 
 
 def redis_store(server: RedisServer) -> SessionStore:

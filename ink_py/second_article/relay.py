@@ -428,7 +428,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
         epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file; INK_RESUME_GRACE, "
-        "INK_RUN_TTL (see docs/relay-wsgi.md)",
+        "INK_RUN_TTL, the per-client quotas INK_MAX_…, FORWARDED_ALLOW_IPS (see docs/relay-wsgi.md)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")
