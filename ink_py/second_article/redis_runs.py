@@ -51,17 +51,7 @@ EVENT_NAMES = {"text", "thinking", "tool_preparing", "tool_start", "tool_end", "
 MAX_STORED_EVENT_BYTES = 2 * 1024 * 1024  # producer.py writes at most 256 Ki characters of text per event
 _ENTRY_ID = re.compile(rb"0-([0-9]{1,9})")
 WRITE = """
-local function write(name, data, last, cap, ttl, most)
-  local size = string.len(name) + string.len(data)
-  if last ~= '1' or name ~= 'error' then
-    local h = redis.call('HMGET', KEYS[1], 'size', 'full')
-    if h[2] then return -2 end
-    if last ~= '1' and (tonumber(h[1]) or 0) + size > tonumber(most) then
-      redis.call('HSET', KEYS[1], 'full', 1)
-      return -2
-    end
-  end
-  redis.call('HINCRBY', KEYS[1], 'size', size)
+local function write(name, data, last, cap, ttl)
   local id = redis.call('HINCRBY', KEYS[1], 'last', 1)
   redis.call('XADD', KEYS[2], 'MAXLEN', cap, '0-' .. id, 'e', name, 'd', data)
   if last == '1' then redis.call('HSET', KEYS[1], 'state', 'ended') end
@@ -86,11 +76,20 @@ APPEND = (
     GOING
     + WRITE
     + """
-local h = redis.call('HMGET', KEYS[1], 'token', 'state')
+local h = redis.call('HMGET', KEYS[1], 'token', 'state', 'size', 'full')
 if h[1] ~= ARGV[1] or h[2] ~= 'running' then return -1 end
-return write(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+local size = (tonumber(h[3]) or 0) + string.len(ARGV[2]) + string.len(ARGV[3])
+if ARGV[4] ~= '1' or ARGV[2] ~= 'error' then
+  if h[4] then return -2 end
+  if ARGV[4] ~= '1' and size > tonumber(ARGV[7]) then
+    redis.call('HSET', KEYS[1], 'full', 1)
+    return -2
+  end
+end
+redis.call('HSET', KEYS[1], 'size', size)
+return write(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 """
-)
+)  # -2: the log is full (INK_MAX_RUN_BYTES): nothing more goes in but an error that ends it
 BEAT = (
     GOING
     + NOW
@@ -138,7 +137,7 @@ TAKE_OVER = (
 local h = redis.call('HMGET', KEYS[1], 'state', 'beat')
 if h[1] ~= 'running' or now() - tonumber(h[2]) <= tonumber(ARGV[1]) then return 0 end
 redis.call('HINCRBY', KEYS[1], 'token', 1)
-return write('error', ARGV[2], '1', ARGV[3], ARGV[4], 0)
+return write('error', ARGV[2], '1', ARGV[3], ARGV[4])
 """
 )
 FORGET = (
