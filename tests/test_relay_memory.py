@@ -25,13 +25,15 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.second_article import redis_quotas
 from ink_py.second_article.guards import BadRequest
 from ink_py.second_article.quotas import DEFAULTS, Quotas
 from ink_py.second_article.relay import RelayServer, make_relay_server
-from ink_py.second_article.runs import TOO_LONG, MemoryRuns
+from ink_py.second_article.runs import TOO_LONG, MemoryRuns, event_bytes, stored
 
 from .addresses import NEEDS_LOOPBACKS, loopback, session_from
 from .helpers import text_reply
@@ -270,3 +272,12 @@ def test_an_answer_past_ink_max_run_bytes_ends_with_one_error_event_logged_whole
     text = "".join(event["data"]["text"] for event in events if event["event"] == "text")
     assert 50_000 < len(text.encode()) <= 64 * 1024 and set(text) == {"长"}  # all it could hold, then nothing
     assert read_events(again) == events  # and so does every later reader
+
+
+ODD = ["\ud800", "\udfff", '"', "\\", "\n", "\x00", "\u2028", "字"]  # lone surrogates, what JSON escapes
+
+
+@given(text=st.text(alphabet=st.one_of(st.characters(), st.sampled_from(ODD)), max_size=50))
+def test_a_text_events_size_is_counted_as_redis_counts_its_json(text: str) -> None:
+    """The fast count of memory's appends equals the bytes Redis is sent (controls, quotes, lone surrogates)."""
+    assert event_bytes("text", {"text": text}) == len("text") + len(stored({"text": text}))

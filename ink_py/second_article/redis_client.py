@@ -3,10 +3,10 @@
 redis-py is optional: it is imported only here, once a Redis URL was given (stores.py), and
 a missing package, a bad URL, a Redis older than 7 or one that does not answer PING becomes one
 ``UsageError``. The stores (redis_runs.py, redis_conversations.py, redis_quotas.py) run their
-calls ``translated()``: a ``StoreError`` whose ``store_trouble`` line goes to the server's log;
-what starts something new ``admitting()`` too: a Redis over ``maxmemory`` is a 503 then. Every script begins
-with what it may do under memory pressure (``NEW``, ``GOING``, ``READING``: Redis 7's flags). A
-password in the URL is never shown, not even inside an error that quotes the URL.
+calls ``translated()``: a ``StoreError``, whose ``store_trouble`` line goes to the server's log;
+what starts something new runs ``admitting()`` too: a Redis over ``maxmemory`` is a 503 then.
+Every script begins with what it may do under memory pressure (``NEW``, ``GOING``, ``READING``:
+Redis 7's flags). A password in the URL is never shown, not even inside an error that quotes it.
 
     >>> redacted("redis://:hunter2@cache.internal:6379/0")
     'redis://:***@cache.internal:6379/0'

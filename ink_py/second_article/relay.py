@@ -265,7 +265,7 @@ def never() -> bool:
 
 
 def log(environ: Mapping[str, Any], line: str) -> None:
-    """One line for the server's log (``wsgi.errors``), neutralised: what a store said, say."""
+    """One line for the server's log (``wsgi.errors``), neutralised: a store's words may hold anything."""
     errors: TextIO = environ.get("wsgi.errors") or sys.stderr
     errors.write(f"ink-py serve: {terminal_safe(one_line(line))[:500]}\n")
     errors.flush()

@@ -25,6 +25,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring  # json.dumps's own (C) for a string with ensure_ascii=False
 from typing import Any, Protocol
 
 from .guards import BadRequest
@@ -59,6 +60,19 @@ class RunFull(Exception):
 def stored(data: dict[str, Any]) -> bytes:
     """An event's data as a log keeps it: JSON, a lone surrogate as its JSON escape."""
     return json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+def event_bytes(name: str, data: dict[str, Any]) -> int:
+    """What one event adds to a log's size (INK_MAX_RUN_BYTES): its name and ``stored(data)``, as Redis
+    counts them; a text event's without encoding it whole (most events are: it keeps appends cheap).
+
+    >>> event_bytes("text", {"text": "读\\n"}) == len("text") + len(stored({"text": "读\\n"}))
+    True
+    """
+    text = data.get("text")
+    if len(data) == 1 and isinstance(text, str):
+        return len(name) + len('{"text": }') + len(encode_basestring(text).encode("utf-8", "backslashreplace"))
+    return len(name) + len(stored(data))
 
 
 def too_busy(running: int) -> BadRequest:
@@ -178,7 +192,7 @@ class MemoryRuns:
             return 1
 
     def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int:
-        size = len(name) + len(stored(data))
+        size = event_bytes(name, data)
         with self._lock:
             run = self._runs.get(key)
             if run is None or run.token != token or run.ended:
