@@ -38,7 +38,7 @@ from .redis_servers import NEEDS_REDIS, RedisServer, module_redis, read_events
 from .test_relay import README, README_QUESTION, named, streamed_text
 
 WAIT_SECONDS = 20.0  # an upper bound on any one wait, never a speed check
-pytestmark = pytest.mark.skipif(NEEDS_LOOPBACKS is not None, reason=NEEDS_LOOPBACKS or "")
+needs_loopbacks = pytest.mark.skipif(NEEDS_LOOPBACKS is not None, reason=NEEDS_LOOPBACKS or "")
 needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
 MALLORY, ALICE, BOB = loopback(1), loopback(2), loopback(3)  # a flooder and two others
 SLOW = "讲一段慢慢的回答"  # the slow scenario's question: about twenty seconds of text
@@ -148,6 +148,7 @@ def new_id() -> str:
 # ── runs at once ────────────────────────────────────────────────────────────────────────
 
 
+@needs_loopbacks
 def test_a_client_beyond_its_runs_gets_429_and_no_one_else_does(hosts: Hosts, slow_model: ModelServer) -> None:
     first, second = hosts(slow_model, Quotas(runs_per_client=2))
     going = [until_text(ask(first, MALLORY, SLOW, run=new_id())) for _ in range(2)]
@@ -197,6 +198,7 @@ def test_a_killed_workers_runs_free_their_clients_places_by_themselves(
 # ── new conversations a minute ──────────────────────────────────────────────────────────
 
 
+@needs_loopbacks
 @pytest.mark.parametrize("kind", ["memory", "sqlite", pytest.param("redis", marks=needs_redis)])
 def test_new_conversations_beyond_the_rate_get_429_and_old_ones_go_on(
     kind: str, readme_model: ModelServer, workspace: Path, request: pytest.FixtureRequest
@@ -236,6 +238,7 @@ def read_events_of(response: requests.Response) -> list[dict[str, Any]]:
 # ── readers of one run ──────────────────────────────────────────────────────────────────
 
 
+@needs_loopbacks
 def test_readers_of_one_run_beyond_the_quota_get_429(hosts: Hosts, slow_model: ModelServer) -> None:
     first, second = hosts(slow_model, Quotas(readers_per_run=2))
     session, run = new_id(), new_id()
@@ -255,6 +258,7 @@ def test_readers_of_one_run_beyond_the_quota_get_429(hosts: Hosts, slow_model: M
 # ── in memory: one client's share never evicts another's ───────────────────────────────
 
 
+@needs_loopbacks
 def test_one_clients_new_conversations_never_push_out_anothers(
     readme_model: ModelServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,6 +282,7 @@ def test_one_clients_new_conversations_never_push_out_anothers(
         relay.close()
 
 
+@needs_loopbacks
 def test_one_clients_answers_never_push_out_anothers_within_the_ttl(
     readme_model: ModelServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -302,6 +307,7 @@ def test_one_clients_answers_never_push_out_anothers_within_the_ttl(
 # ── who a client is, behind a proxy ─────────────────────────────────────────────────────
 
 
+@needs_loopbacks
 def test_a_trusted_proxys_forwarded_for_names_its_clients_and_an_untrusted_ones_is_ignored_once(
     slow_model: ModelServer, workspace: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -336,6 +342,7 @@ def test_a_trusted_proxys_forwarded_for_names_its_clients_and_an_untrusted_ones_
 # ── the query string: bounded, then parsed once ─────────────────────────────────────────
 
 
+@needs_loopbacks
 def test_the_query_string_is_bounded_before_it_is_parsed_and_parsed_once(
     readme_model: ModelServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
