@@ -28,6 +28,7 @@ import requests
 from ink_py import bounded_server
 from ink_py.course.demo_web import DemoServer
 from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.second_article.quotas import Quotas
 
 from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
@@ -217,7 +218,7 @@ def test_idle_connections_time_out(scripted_model: ModelServer, monkeypatch: pyt
 def test_200_concurrent_streams_all_complete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INK_MAX_CONNECTIONS_PER_CLIENT", "0")  # 200 browsers, all from 127.0.0.1
     with sse_server(text_reply("hello")) as model:
-        relay = start_relay(model.base_url, tmp_path)
+        relay = start_relay(model.base_url, tmp_path, quotas=Quotas(runs_per_client=200))  # one address: 200 runs
         try:
 
             def one(_: int) -> list[str]:

@@ -4,13 +4,19 @@ Over real HTTP on 127.0.0.1 (port 0), the relay in front of the built-in scripte
 raw server: a missing, empty or too long question and a malformed session get a JSON error;
 other sites (``Sec-Fetch-Site``, ``Origin``) and foreign host names get 403; traversal and
 odd methods are refused; the page is served with a CSP that runs only its own script, never
-in a frame, and model text reaches it only as JSON text. Every wait is bounded.
+in a frame, and model text reaches it only as JSON text; (issue 33) the prefix redirect stays on
+this site whatever SCRIPT_NAME holds, as a browser's URL parser reads it (node's WHATWG URL),
+host names compare in any case, and a store that failed is "unavailable" to the client while
+the server's log (wsgi.errors) says why. Every wait is bounded.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,7 @@ from ink_py.second_article.relay import RelayApp, RelayServer, run_settings
 
 from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
+from .redis_servers import NEEDS_REDIS, RedisServer
 from .test_relay import WAIT_SECONDS, open_stream, read_all, start_relay
 
 
@@ -189,12 +196,79 @@ def test_a_path_that_is_not_found_is_quoted_as_it_was_asked(relay: RelayServer) 
     assert missing.status_code == 404 and missing.json()["error"].startswith("not found: /读我 (try ./")
 
 
-@pytest.mark.parametrize(
-    ("script_name", "location"), [("/ink", "/ink/"), ("", "/"), ("//evil.example", "/evil.example/")]
-)
-def test_the_prefix_redirect_stays_on_this_site(script_name: str, location: str) -> None:
+PREFIXES = [  # SCRIPT_NAME, as a server (or, under gunicorn, a request header) may hand it on → Location
+    ("/ink", "/ink/"),
+    ("", "/"),
+    ("/", "/"),
+    ("//evil.example", "/evil.example/"),
+    ("///evil.example", "/evil.example/"),
+    ("/\\evil.example", "/%5Cevil.example/"),  # browsers read /\evil as //evil
+    ("\\\\evil.example", "/%5C%5Cevil.example/"),
+    ("/\t/evil.example", "/%09/evil.example/"),  # WHATWG URLs drop tabs and newlines
+    ("/\n/evil.example", "/%0A/evil.example/"),
+    ("/ /evil.example", "/%20/evil.example/"),
+    ("http://evil.example", "/http:/evil.example/"),
+    ("/http:evil.example", "/http:evil.example/"),
+    ("/ink/../../evil", "/ink/../../evil/"),  # dot segments: resolved on this host all the same
+    ("/ink?x=1#y", "/ink%3Fx=1%23y/"),
+    ("/%2F%2Fevil.example", "/%252F%252Fevil.example/"),
+    ("/\u00e9t\u00e9", "/%E9t%E9/"),  # PEP 3333: a byte per character
+]
+
+
+def redirect_for(script_name: str) -> str:
+    """The Location the relay answers a request for its prefix without the slash."""
     app = RelayApp(run_settings(provider_factory=lambda: None, model="m", workspace="."))
     said: list[Any] = []
     environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "", "SCRIPT_NAME": script_name, "SERVER_NAME": "127.0.0.1"}
     app({**environ, "SERVER_PORT": "8000", "HTTP_HOST": "127.0.0.1:8000"}, lambda *args: said.append(args))
-    assert said[0][0].startswith("308") and dict(said[0][1])["Location"] == location
+    assert said[0][0].startswith("308")
+    return str(dict(said[0][1])["Location"])
+
+
+@pytest.mark.parametrize(("script_name", "location"), PREFIXES)
+def test_the_prefix_redirect_stays_on_this_site(script_name: str, location: str) -> None:
+    assert redirect_for(script_name) == location
+
+
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node for WHATWG URL parsing (apt-get install nodejs)")
+def test_every_redirect_resolves_to_this_site_as_a_browser_reads_it() -> None:
+    """Node's URL is the WHATWG parser browsers use: each Location, resolved against the page, stays here."""
+    locations = [redirect_for(script_name) for script_name, _ in PREFIXES]
+    script = "for (const l of JSON.parse(process.argv[1])) console.log(new URL(l, 'http://127.0.0.1:8000/ink').host)"
+    done = subprocess.run([str(NODE), "-e", script, json.dumps(locations)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["127.0.0.1:8000"] * len(locations)
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Host": "LOCALHOST:{port}"}, {"Host": "LocalHost:{port}", "Origin": "http://LOCALHOST:{port}"}]
+)
+def test_host_names_compare_in_any_case(relay: RelayServer, headers: dict[str, str]) -> None:
+    port = relay.server_address[1]
+    given = {name: value.format(port=port) for name, value in headers.items()}
+    response = requests.get(relay.url, headers=given, timeout=WAIT_SECONDS)
+    assert response.status_code == 200
+
+
+@pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
+def test_a_client_is_told_the_store_is_unavailable_and_the_log_is_told_why(tmp_path: Path) -> None:
+    from ink_py.second_article.redis_client import connect_redis
+    from ink_py.second_article.stores import redis_stores
+
+    doomed = RedisServer(tmp_path / "redis")
+    conversations, runs = redis_stores(connect_redis(doomed.url), 600, 10.0)
+    doomed.kill()  # Redis goes away after the relay started
+    settings = run_settings(provider_factory=lambda: None, model="m", workspace=".")
+    for store, run_log, what in [(conversations, None, "conversation"), (None, runs, "run")]:
+        app, log, said = RelayApp(settings, store, run_log=run_log), io.StringIO(), []
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/chat/stream", "SERVER_NAME": "127.0.0.1"}
+        environ |= {"QUERY_STRING": "query=hi&session=session-1", "SERVER_PORT": "8000", "wsgi.errors": log}
+        body = b"".join(app(environ, lambda *args, said=said: said.append(args)))
+        assert said[0][0] == "503 Service Unavailable" and dict(said[0][1])["Retry-After"] == "5"
+        assert json.loads(body) == {"error": f"the {what} store is unavailable"}  # not Redis's address
+        [line] = log.getvalue().splitlines()
+        assert line.startswith("ink-py serve: ") and f"127.0.0.1:{doomed.port}" in line  # the log has it

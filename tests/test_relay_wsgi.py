@@ -275,6 +275,7 @@ def test_foreign_sites_and_bad_input_are_refused_before_any_model_is_asked(serve
                 "other sites",
             ),
             (requests.get(stream, params={"query": "字" * 4001}), 413, "at most 4000"),
+            (requests.get(f"{stream}?query=" + "%E5%AD%97" * 25_000), 414, "at most 65536"),  # unparsed
             (requests.get(stream, params={"query": "hi", "session": "bad id!!"}), 400, "session must be"),
             (requests.get(stream, params={"query": " "}), 400, "empty"),
             (requests.post(stream, data=b"x" * 100_000), 405, "use GET"),
