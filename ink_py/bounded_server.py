@@ -15,23 +15,22 @@ that keeps its promises, whatever the clients do:
 (strict_http.py: one framing only, else one JSON error line and the connection closed); request
 bodies are the handlers' own business: ``MAX_BODY_BYTES`` is the largest either server reads.
 
-    >>> MAX_HANDLERS >= 200, client_key("2001:db8::1:2:3:4")   # 200 browsers at once; one /64
-    (True, '2001:db8::/64')
+    >>> MAX_HANDLERS >= 200   # ink-py serve must carry 200 browsers at once
+    True
 """
 
 from __future__ import annotations
 
 import io
-import ipaddress
 import json
 import socket
 import threading
 import time
-from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .core.abort import sigint_blocked
+from .peers import Trusted, address, client_key, is_trusted
 from .strict_http import HeadError, head_problem, read_fields, request_line_problem
 
 MAX_HANDLERS = 256  # threads serving connections at once
@@ -39,7 +38,6 @@ HEAD_DEADLINE_SECONDS = 10.0  # the whole request head (line + headers)
 SOCKET_TIMEOUT_SECONDS = 30.0  # any single read or write
 WATCHDOG_SECONDS = 0.25  # how often the one watchdog thread looks for late heads
 MAX_BODY_BYTES = 8 * 1024 * 1024  # the largest request body read (a chat request with a long history)
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def short_response(status: bytes, message: str) -> bytes:
@@ -63,7 +61,7 @@ class BoundedServer(ThreadingHTTPServer):
     daemon_threads = True
     max_handlers = MAX_HANDLERS
     max_per_client = 0  # connections at once per client address (0: no cap); ink-py serve sets it
-    trusted: Sequence[Network] = ()  # peers exempt from max_per_client: proxies that carry many clients
+    trusted: Trusted = ()  # peers exempt from max_per_client: proxies that carry many clients
     request_queue_size = 128  # the listen backlog (socketserver's 5 drops a burst of browsers)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -111,13 +109,8 @@ class BoundedServer(ThreadingHTTPServer):
         """The client a connection counts against (``client_key``), or None when nothing is counted:
         no cap, a peer in ``trusted``, or no address at all."""
         host = str(client_address[0]) if isinstance(client_address, tuple) and client_address else ""
-        if not self.max_per_client or not host:
-            return None
-        try:
-            peer = ipaddress.ip_address(host.split("%")[0])
-        except ValueError:
-            return None
-        return None if any(peer in network for network in self.trusted) else client_key(host)
+        peer = address(host.split("%")[0]) if self.max_per_client else None  # a zone (%eth0) is no part of it
+        return None if peer is None or is_trusted(peer, self.trusted) else client_key(peer)
 
     def _enter(self, client: str | None) -> bool:
         if client is None:
@@ -166,21 +159,6 @@ class BoundedServer(ThreadingHTTPServer):
         finally:
             self._slots.release()
             self._leave(self.counted_client(client_address))
-
-
-def client_key(host: str) -> str:
-    """The client an address counts as: itself for IPv4, its /64 for IPv6 (one subscriber's
-    network hands out any of 2⁶⁴ addresses), the IPv4 address inside an IPv4-mapped one.
-
-    >>> client_key("127.0.0.2"), client_key("::ffff:10.0.0.1"), client_key("fe80::1%eth0")
-    ('127.0.0.2', '10.0.0.1', 'fe80::/64')
-    """
-    address = ipaddress.ip_address(host.split("%")[0])
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
 
 
 def refuse(request: socket.socket, response: bytes) -> None:

@@ -174,9 +174,9 @@ def test_a_trusted_proxy_is_not_capped_and_others_are(
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [
-        ("INK_MAX_CONNECTIONS_PER_CLIENT", "²", "give a whole number of connections (0: no cap)"),
-        ("INK_MAX_CONNECTIONS_PER_CLIENT", "-1", "give a whole number of connections (0: no cap)"),
-        ("FORWARDED_ALLOW_IPS", "127.0.0.1,proxy.example", "'proxy.example' is not an address or a network"),
+        ("INK_MAX_CONNECTIONS_PER_CLIENT", "²", "INK_MAX_CONNECTIONS_PER_CLIENT='²': give a whole number from 0 to"),
+        ("INK_MAX_CONNECTIONS_PER_CLIENT", "-1", "INK_MAX_CONNECTIONS_PER_CLIENT='-1': give a whole number from 0 to"),
+        ("FORWARDED_ALLOW_IPS", "127.0.0.1,proxy.example", "'proxy.example' is not an IP address or network"),
         ("INK_SEND_TIMEOUT", "0", "INK_SEND_TIMEOUT='0': give a number of seconds from 1 to 3600"),
     ],
 )

@@ -27,7 +27,6 @@ write, no request body over ``MAX_BODY_BYTES`` (413, unread). What it adds to ws
 from __future__ import annotations
 
 import io
-import ipaddress
 import os
 import select
 import socket
@@ -36,9 +35,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..arguments import UsageError
-from ..bounded_server import SOCKET_TIMEOUT_SECONDS, BodyTooLarge, BoundedHandler, BoundedServer, Network
+from ..bounded_server import SOCKET_TIMEOUT_SECONDS, BodyTooLarge, BoundedHandler, BoundedServer
+from ..peers import Trusted
 from ..terminal import terminal_safe
+from .stores import count_setting, trusted_from
 
 DISCONNECTED = "ink_py.client_disconnected"  # the environ key of the hang-up probe
 MAX_CONNECTIONS_PER_CLIENT = 32  # INK_MAX_CONNECTIONS_PER_CLIENT's default: a few browsers behind one address
@@ -64,36 +64,14 @@ class WsgiServer(BoundedServer):
         print(f"ink-py serve: internal error: {terminal_safe(repr(sys.exc_info()[1]))}", file=sys.stderr)
 
 
-def connection_settings(environ: Mapping[str, str]) -> tuple[int, list[Network]]:
+def connection_settings(environ: Mapping[str, str]) -> tuple[int, Trusted]:
     """``INK_MAX_CONNECTIONS_PER_CLIENT`` (0: no cap) and the peers it spares, ``FORWARDED_ALLOW_IPS``.
 
     >>> connection_settings({"FORWARDED_ALLOW_IPS": "10.0.0.5"})
-    (32, [IPv4Network('10.0.0.5/32')])
+    (32, (IPv4Network('10.0.0.5/32'),))
     """
-    name, text = "INK_MAX_CONNECTIONS_PER_CLIENT", environ.get("INK_MAX_CONNECTIONS_PER_CLIENT", "").strip()
-    if text and not (text.isascii() and text.isdigit() and int(text) <= 100_000):
-        raise UsageError(f"{name}={text[:40]!r}: give a whole number of connections (0: no cap)")
-    return (int(text) if text else MAX_CONNECTIONS_PER_CLIENT), parse_trusted(environ.get("FORWARDED_ALLOW_IPS", ""))
-
-
-def parse_trusted(text: str) -> list[Network]:
-    """Trusted proxies as gunicorn's ``FORWARDED_ALLOW_IPS`` lists them: addresses and networks,
-    comma-separated, ``*`` for any. Unlike gunicorn, unset trusts no one (every local client is
-    127.0.0.1). UsageError for an entry that is neither.
-
-    >>> parse_trusted("127.0.0.1, 10.0.0.0/8,,::1"), len(parse_trusted("*"))
-    ([IPv4Network('127.0.0.1/32'), IPv4Network('10.0.0.0/8'), IPv6Network('::1/128')], 2)
-    """
-    networks: list[Network] = []
-    for entry in (part.strip() for part in text.split(",")):
-        if entry == "*":
-            networks += [ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")]
-        elif entry:
-            try:
-                networks.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                raise UsageError(f"FORWARDED_ALLOW_IPS: {entry[:60]!r} is not an address or a network") from None
-    return networks
+    cap = count_setting(environ, "INK_MAX_CONNECTIONS_PER_CLIENT", 0, 100_000)
+    return (MAX_CONNECTIONS_PER_CLIENT if cap is None else cap), trusted_from(environ)
 
 
 class WsgiHandler(BoundedHandler):
