@@ -209,11 +209,9 @@ def test_the_bytes_kept_are_bounded_and_a_large_reply_pushes_out_the_old_ones():
         gone = [r["id"] for r in small if r["id"] not in server.kept["responses"]]
         assert gone and gone == [r["id"] for r in small][: len(gone)]  # the oldest first
         assert ask(server, previous_response_id=gone[0], input="hi").status_code == 400
-        huge = ask(server, input="读取 docs/guide.md " + "y" * 12_000)  # larger than the whole store
-        assert (
-            huge.status_code == 200
-            and ask(server, previous_response_id=huge.json()["id"], input="hi").status_code == 400
-        )
+        huge = answer(server, input="读取 docs/guide.md " + "y" * 12_000)  # larger than the whole store
+        assert ask(server, previous_response_id=huge["id"], input="hi").status_code == 400
+        assert large["id"] in server.kept["responses"]  # and it pushed out nothing
 
 
 def test_a_chain_grown_past_the_context_limit_is_refused_as_openai_refuses_it():
@@ -254,6 +252,19 @@ def test_threads_keep_and_recall_their_own_conversations(server):
 # ── the store alone ─────────────────────────────────────────────────────────────────────
 
 
+def test_an_output_item_takes_its_id_from_an_input_item_planted_before_it():
+    kept = new_store(responses=3)
+    model = {"id": "msg_x", "type": "message", "content": "the model's"}
+    keep(kept, "resp_a", [{"id": "msg_x", "type": "message", "content": "planted"}], [])
+    keep(kept, "resp_b", [], [model])
+    keep(kept, "resp_c", [{"id": "msg_x", "type": "message", "content": "sent back, changed"}], [])
+    assert recall(kept, {"input": [{"id": "msg_x"}]}) == [model]
+    keep(kept, "resp_d", [], [])  # resp_a dropped: the id is resp_b's now, and stays
+    assert recall(kept, {"input": [{"id": "msg_x"}]}) == [model]
+    keep(kept, "resp_e", [], [])  # resp_b dropped: the id goes with it
+    assert list(kept["responses"]) == ["resp_c", "resp_d", "resp_e"] and "msg_x" not in kept["items"]
+
+
 @given(
     st.integers(min_value=1, max_value=4),
     st.integers(min_value=200, max_value=2_000),
@@ -261,21 +272,20 @@ def test_threads_keep_and_recall_their_own_conversations(server):
 )
 def test_the_store_keeps_the_newest_that_fit_and_forgets_the_rest(responses, size, lengths):
     kept = new_store(responses=responses, size=size)
+    admitted = []  # the responses kept when they came: all but those larger than the whole store
     for number, length in enumerate(lengths):
-        keep(
-            kept,
-            f"resp_{number}",
-            [{"role": "user", "content": "x" * length}],
-            [{"id": f"msg_{number}", "type": "message"}],
-        )
+        before = list(kept["responses"])
+        said = [{"id": f"msg_{number}", "type": "message"}]
+        keep(kept, f"resp_{number}", [{"role": "user", "content": "x" * length}], said)
+        if f"resp_{number}" in kept["responses"]:
+            admitted.append(number)
+        else:  # too large to keep at all: nothing else was dropped for it
+            assert length + 100 > size and list(kept["responses"]) == before
         assert len(kept["responses"]) <= responses and kept["size"] <= size
         assert kept["size"] == sum(r["size"] for r in kept["responses"].values())
         assert {owner for owner, _ in kept["items"].values()} == set(kept["responses"])
     survivors = [int(name.removeprefix("resp_")) for name in kept["responses"]]
-    assert survivors == sorted(survivors) and survivors == list(range(len(lengths)))[len(lengths) - len(survivors) :]
+    assert survivors == admitted[len(admitted) - len(survivors) :]  # the newest, in order: the oldest went first
     for number in range(len(lengths)):
-        found = recall(
-            kept,
-            {"previous_response_id": f"resp_{number}", "input": [{"type": "item_reference", "id": f"msg_{number}"}]},
-        )
-        assert isinstance(found, list) == (number in survivors)
+        named = {"previous_response_id": f"resp_{number}", "input": [{"type": "item_reference", "id": f"msg_{number}"}]}
+        assert isinstance(recall(kept, named), list) == (number in survivors)

@@ -157,20 +157,21 @@ def _kept_item(kept: ResponseStore | None, item_id: Any) -> bytes | None:
 
 def keep(kept: ResponseStore, response_id: str, context: list[Item], output: list[Item]) -> None:
     """Keep a finished response: ``context`` (its input, references filled in) and ``output`` (the
-    items the model sent), so that a later request can name it or any of those items. Items
-    another kept response introduced stay that response's: a client sending one back, changed or
-    not, does not replace what the model said. The oldest responses go first to make room."""
+    items the model sent), so that a later request can name it or any of those items. An input
+    item under an id already kept does not replace it (a client sending the model's item back,
+    changed or not); an output item always takes its id. The oldest responses go first to make room."""
     whole = json_bytes([*context, *output])
-    items = {item["id"]: json_bytes(item) for item in [*context, *output] if isinstance(item.get("id"), str)}
+    items = {item["id"]: json_bytes(item) for item in context if isinstance(item.get("id"), str)}
+    said = {item["id"]: json_bytes(item) for item in output if isinstance(item.get("id"), str)}
     responses, size, _ = kept["limits"]
-    most = len(whole) + sum(len(item_id) + len(data) for item_id, data in items.items())  # if every item is new
+    most = len(whole) + sum(len(item_id) + len(data) for item_id, data in (items | said).items())  # all new
+    if most > size or responses < 1:
+        return  # larger than the whole store: not kept (naming it is an error), and nothing else dropped
     with kept["lock"]:
         _drop(kept, response_id)
         while kept["responses"] and (len(kept["responses"]) >= responses or kept["size"] + most > size):
             _drop(kept, next(iter(kept["responses"])))  # the oldest first
-        if most > size or responses < 1:
-            return  # larger than the whole store: not kept, and a reference to it is answered as unknown
-        new = {item_id: data for item_id, data in items.items() if item_id not in kept["items"]}
+        new = {item_id: data for item_id, data in items.items() if item_id not in kept["items"]} | said
         cost = len(whole) + sum(len(item_id) + len(data) for item_id, data in new.items())
         kept["responses"][response_id] = {"context": whole, "items": list(new), "size": cost}
         kept["items"] |= {item_id: (response_id, data) for item_id, data in new.items()}
@@ -183,5 +184,6 @@ def _drop(kept: ResponseStore, response_id: str) -> None:
     if dropped is None:
         return
     for item_id in dropped["items"]:
-        kept["items"].pop(item_id, None)
+        if kept["items"].get(item_id, ("",))[0] == response_id:  # still its own: no later reply took the id
+            del kept["items"][item_id]
     kept["size"] -= dropped["size"]
