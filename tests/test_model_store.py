@@ -222,6 +222,7 @@ def test_a_chain_grown_past_the_context_limit_is_refused_as_openai_refuses_it():
         error = response.json()["error"]
         assert response.status_code == 400 and (error["code"], error["param"]) == ("context_length_exceeded", "input")
         assert ask(server, previous_response_id=long["id"], input="hi").status_code == 200  # the chain itself stays
+        assert ask(server, input="读取 a.md " + "w" * 4_000).status_code == 200  # sent whole: its body's limit
 
 
 def test_threads_keep_and_recall_their_own_conversations(server):

@@ -110,8 +110,9 @@ def recall(kept: ResponseStore | None, body: dict[str, Any]) -> list[Item] | Rep
                 return error_reply(404, words.format(id=_echo(item.get("id"))), RESPONSES, param="input")
             item = json.loads(whole)
         context.append(item)
+    named = previous is not None or any(_is_reference(item) for item in input_items(body.get("input")))
     limit = kept["limits"][2] if kept is not None else CONTEXT_BYTES
-    if len(json_bytes(context)) > limit:
+    if named and len(json_bytes(context)) > limit:  # (a request naming nothing is bounded by its body's size)
         return error_reply(400, TOO_LONG, RESPONSES, param="input", code="context_length_exceeded")
     return context
 
