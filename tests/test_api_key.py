@@ -23,10 +23,11 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ink_py.course.checks.helpers import PROVIDER_CLASSES, provider_in, run_assembly, text_reply
 from ink_py.provider.anthropic_messages import AnthropicMessagesProvider
 from ink_py.provider.openai_responses import OpenAIResponsesProvider
 
-from .helpers import PROVIDER_CLASSES, ROOT, provider_in, run_assembly, text_reply
+from .helpers import ROOT
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, one_error_line, run_measured, sse_server
 from .test_dialects import WRITERS
 from .test_relay import read_all, start_relay

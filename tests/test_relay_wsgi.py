@@ -27,10 +27,11 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.helpers import sse
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 
-from .helpers import ROOT, sse
+from .helpers import ROOT
 from .raw_servers import SSE_HEAD, RawServer, sse_server
 from .test_relay import README, README_QUESTION, named, read_all, streamed_text
 

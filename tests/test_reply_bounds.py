@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import requests
 
-from .helpers import ROOT, provider_in
+from ink_py.course.checks.helpers import provider_in
+
+from .helpers import ROOT
 from .raw_servers import RawServer, one_error_line, run_measured, sse_server
 from .test_chat import chat_env
 from .test_relay import read_all, start_relay
