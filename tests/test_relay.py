@@ -62,10 +62,18 @@ def scripted_model() -> Iterator[ModelServer]:
         yield model
 
 
-def start_relay(base_url: str, workspace: Path, api_key: str | None = None, **settings: Any) -> RelayServer:
-    """A relay on 127.0.0.1 (port 0) in front of the model at ``base_url``, started; the caller closes it."""
-    return make_relay_server(
-        provider_factory=lambda: OpenAICompletionsProvider(base_url, api_key),
+def start_relay(
+    base_url: str, workspace: Path, api_key: str | None = None, ink: Any = None, **settings: Any
+) -> RelayServer:
+    """A relay on 127.0.0.1 (port 0) in front of the model at ``base_url``, started; the caller closes it.
+    Given ``ink``, the relay and its provider are that implementation's (a student's copy under --impl)."""
+    make, provider = (
+        (make_relay_server, OpenAICompletionsProvider)
+        if ink is None
+        else (ink.relay.make_relay_server, ink.openai_completions.OpenAICompletionsProvider)
+    )
+    return make(
+        provider_factory=lambda: provider(base_url, api_key),
         model="test-model",
         workspace=workspace,
         **settings,

@@ -182,7 +182,7 @@ def test_the_relay_gets_the_bound(ink: Any, monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setattr(ink.shared, "MAX_REPLY_BYTES", 100_000)
     sent = {"bytes": 0}
     with sse_server(endless(*endless_reply("openai_completions", "text", 1000), sent)) as model:
-        relay = start_relay(model.base_url, tmp_path)
+        relay = start_relay(model.base_url, tmp_path, ink=ink)  # the copy's relay, whose bound was lowered
         try:
             _, events = read_all(requests.get(f"{relay.url}chat/stream?query=hi", stream=True, timeout=30))
         finally:

@@ -37,6 +37,7 @@ MODULES = {
     "loop": "core.loop",
     "read_tool": "core.tools.read",
     "chunks": "second_article.chunks",
+    "relay": "second_article.relay",
     "runner": "runner",
 }
 
@@ -64,8 +65,13 @@ def register_markers(config: pytest.Config) -> None:
 class Implementation:
     """The package under test; ``impl.shared`` imports ``<package>.provider.shared`` on first use."""
 
-    def __init__(self, package: str) -> None:
+    def __init__(self, package: str, home: str | None = None) -> None:
         self.package = package
+        self.home = home  # the folder a child Python must have on its path to import the copy (None: ink_py)
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        """``python -m <package>`` and the environment a child needs for it: the implementation's own CLI."""
+        return [sys.executable, "-m", self.package], ({"PYTHONPATH": self.home} if self.home else {})
 
     def __getattr__(self, short: str) -> Any:
         if short not in MODULES:
@@ -83,7 +89,7 @@ def load_implementation(impl: str | None) -> Implementation:
     if not (folder / "__init__.py").is_file():
         raise pytest.UsageError(f"--impl {impl}: {folder} is not a package folder (no __init__.py)")
     sys.path.insert(0, str(folder.parent))  # the copy imports only itself: relative imports
-    return Implementation(folder.name)
+    return Implementation(folder.name, str(folder.parent))
 
 
 @pytest.fixture(scope="session")
