@@ -116,8 +116,8 @@ def check_all(folder: Path, progress: Progress | None = None, suite: bool = Fals
     green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
     suite_words: list[str] = []
     if suite and green and all(state.get("checks", {}).get(str(n)) == "green" for n in EXERCISES if available(n)):
-        suite, words = whole_suite(folder, progress)
-        green = suite == "green"
+        outcome, words = whole_suite(folder, progress)
+        green = outcome == "green"
         suite_words = ["", words] if words else []
         state = load_state(folder)
     rows = [

@@ -6,27 +6,31 @@ end event, an abort, a read error) runs in all three; the exercise's mark stays 
 Completions, the article's own. What every dialect must yield alike is tests/test_dialects.py's.
 """
 
+from __future__ import annotations
+
 import json
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from ink_py.provider import openai_completions, shared
 
 from .helpers import ARTICLE_FOLDER, NO_END_MESSAGE, fixture_bytes, growth_verdict, in_each_dialect, run_assembly
+from .implementation import Implementation
 
 REFERENCE = SimpleNamespace(openai_completions=openai_completions, shared=shared)  # whatever ``ink`` is
 
 NO_USAGE = {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0}
 
 
-def chunk(delta=None, finish=None, **extra):
+def chunk(delta: Any = None, finish: Any = None, **extra: Any) -> Any:
     """One chat.completion.chunk frame as bytes."""
     choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
     return b"data: " + json.dumps({"choices": [choice], **extra}, ensure_ascii=False).encode() + b"\n\n"
 
 
-def call(index, arguments=None, id=None, name=None):
+def call(index: Any, arguments: Any = None, id: Any = None, name: Any = None) -> Any:
     tc = {"index": index, "function": {}}
     if id is not None:
         tc["id"] = id
@@ -41,7 +45,7 @@ def call(index, arguments=None, id=None, name=None):
 
 
 @pytest.mark.ex3
-def test_text_deltas_are_yielded_as_they_arrive_and_joined_in_the_message(ink):
+def test_text_deltas_are_yielded_as_they_arrive_and_joined_in_the_message(ink: Implementation) -> None:
     reads = [chunk({"content": "我先读"}), chunk({"content": "一下 README。"}), chunk(finish="stop")]
     events, error = run_assembly(ink, reads)
     assert error is None
@@ -51,14 +55,14 @@ def test_text_deltas_are_yielded_as_they_arrive_and_joined_in_the_message(ink):
 
 @pytest.mark.ex3
 @pytest.mark.parametrize("content", [None, "", 42], ids=["null", "empty", "not-a-string"])
-def test_empty_or_missing_content_yields_nothing(ink, content):
+def test_empty_or_missing_content_yields_nothing(ink: Implementation, content: Any) -> None:
     events, error = run_assembly(ink, [chunk({"content": content}), chunk({"content": "ok"}), chunk(finish="stop")])
     assert [e["type"] for e in events] == ["text_delta", "message_end"]
     assert events[-1]["message"]["blocks"] == [{"type": "text", "text": "ok"}]
 
 
 @pytest.mark.ex3
-def test_a_refusal_is_the_replys_text(ink):
+def test_a_refusal_is_the_replys_text(ink: Implementation) -> None:
     """OpenAI sends a refused answer as ``delta.refusal``: it is shown and kept like ``content``.
 
     中文:OpenAI 把拒绝回答放在 ``delta.refusal`` 里:它和 ``content`` 一样显示、一样保存。
@@ -72,7 +76,7 @@ def test_a_refusal_is_the_replys_text(ink):
 
 
 @pytest.mark.ex3
-def test_text_is_one_block_even_when_tool_calls_arrive_between(ink):
+def test_text_is_one_block_even_when_tool_calls_arrive_between(ink: Implementation) -> None:
     reads = [
         chunk({"content": "a"}),
         call(0, "{}", id="t1", name="read"),
@@ -86,7 +90,7 @@ def test_text_is_one_block_even_when_tool_calls_arrive_between(ink):
 
 
 @pytest.mark.ex3
-def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink):
+def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink: Implementation) -> None:
     """Each piece is kept once and the text joined once at ④: rebuilding the whole text for every
     piece (`text_block["text"] += content`, or a join per piece) takes quadratic time.
 
@@ -117,7 +121,9 @@ def test_long_text_in_many_pieces_takes_linear_time_like_the_reference(ink):
 @pytest.mark.ex4
 @pytest.mark.ex5
 @pytest.mark.parametrize("fixture", ["article/readme", "article/interleaved", "article/length_text"])
-def test_assembly_writes_nothing_to_the_terminal(ink, capfd, fixture):
+def test_assembly_writes_nothing_to_the_terminal(
+    ink: Implementation, capfd: pytest.CaptureFixture[str], fixture: Any
+) -> None:
     """The display gets events, never the assembler's own print: a line on stdout corrupts the CLI's output.
 
     中文:显示层只从事件里拿内容,组装代码自己不能 print:stdout 上多出的一行会弄乱命令行的输出。
@@ -131,7 +137,7 @@ def test_assembly_writes_nothing_to_the_terminal(ink, capfd, fixture):
 
 
 @pytest.mark.ex4
-def test_article_readme_scenario(ink):
+def test_article_readme_scenario(ink: Implementation) -> None:
     events, error = run_assembly(ink, [fixture_bytes("article/readme")])
     assert error is None
     assert events == [
@@ -155,7 +161,7 @@ def test_article_readme_scenario(ink):
 
 
 @pytest.mark.ex4
-def test_article_interleaved_scenario_keeps_each_index_apart(ink):
+def test_article_interleaved_scenario_keeps_each_index_apart(ink: Implementation) -> None:
     events, error = run_assembly(ink, [fixture_bytes("article/interleaved")])
     assert error is None
     assert [(e["type"], e.get("id"), e.get("jsonDelta")) for e in events[:-1]] == [
@@ -173,7 +179,7 @@ def test_article_interleaved_scenario_keeps_each_index_apart(ink):
 
 
 @pytest.mark.ex4
-def test_name_arriving_after_the_id_is_filled_in(ink):
+def test_name_arriving_after_the_id_is_filled_in(ink: Implementation) -> None:
     reads = [call(0, id="t1"), call(0, name="read"), call(0, '{"path":"a"}'), chunk(finish="tool_calls")]
     events, _ = run_assembly(ink, reads)
     assert events[0] == {"type": "tool_call_start", "id": "t1", "name": ""}
@@ -183,7 +189,7 @@ def test_name_arriving_after_the_id_is_filled_in(ink):
 
 
 @pytest.mark.ex4
-def test_missing_id_falls_back_to_call_index(ink):
+def test_missing_id_falls_back_to_call_index(ink: Implementation) -> None:
     reads = [call(3, '{"x": 1}', name="read"), chunk(finish="tool_calls")]
     events, _ = run_assembly(ink, reads)
     assert events[0] == {"type": "tool_call_start", "id": "call_3", "name": "read"}
@@ -191,7 +197,7 @@ def test_missing_id_falls_back_to_call_index(ink):
 
 
 @pytest.mark.ex4
-def test_an_id_arriving_after_an_invented_one_does_not_split_the_call(ink):
+def test_an_id_arriving_after_an_invented_one_does_not_split_the_call(ink: Implementation) -> None:
     reads = [call(0, '{"p":', name="read"), call(0, " 1}", id="real"), chunk(finish="tool_calls")]
     events, _ = run_assembly(ink, reads)
     assert events[-1]["message"]["blocks"] == [
@@ -200,14 +206,14 @@ def test_an_id_arriving_after_an_invented_one_does_not_split_the_call(ink):
 
 
 @pytest.mark.ex4
-def test_a_later_name_never_replaces_the_first(ink):
+def test_a_later_name_never_replaces_the_first(ink: Implementation) -> None:
     reads = [call(0, "{}", id="t1", name="read"), call(0, name="grep"), chunk(finish="tool_calls")]
     events, _ = run_assembly(ink, reads)
     assert events[-1]["message"]["blocks"][0]["name"] == "read"
 
 
 @pytest.mark.ex4
-def test_empty_fragments_yield_no_delta_and_blank_arguments_become_empty_object(ink):
+def test_empty_fragments_yield_no_delta_and_blank_arguments_become_empty_object(ink: Implementation) -> None:
     reads = [call(0, "", id="t1", name="now"), call(0, ""), call(0, "  "), chunk(finish="tool_calls")]
     events, _ = run_assembly(ink, reads)
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "message_end"]
@@ -215,7 +221,7 @@ def test_empty_fragments_yield_no_delta_and_blank_arguments_become_empty_object(
 
 
 @pytest.mark.ex4
-def test_a_new_id_at_an_occupied_index_is_a_new_call(ink):
+def test_a_new_id_at_an_occupied_index_is_a_new_call(ink: Implementation) -> None:
     reads = [
         call(0, '{"p": 1}', id="a", name="read"),
         call(0, '{"p": 2}', id="b", name="read"),
@@ -227,7 +233,7 @@ def test_a_new_id_at_an_occupied_index_is_a_new_call(ink):
 
 
 @pytest.mark.ex4
-def test_nothing_reaches_the_loop_before_the_stream_ends(ink):
+def test_nothing_reaches_the_loop_before_the_stream_ends(ink: Implementation) -> None:
     """tool_call_start/delta only report progress: message_end comes last, once.
 
     中文:tool_call_start/delta 只报告进度:message_end 最后出现,而且只出现一次。
@@ -251,19 +257,19 @@ def test_nothing_reaches_the_loop_before_the_stream_ends(ink):
         ("eos", None),
     ],
 )
-def test_map_finish_reason(ink, reason, stop_reason):
+def test_map_finish_reason(ink: Implementation, reason: Any, stop_reason: Any) -> None:
     assert ink.openai_completions.map_finish_reason(reason) == stop_reason
 
 
 @pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex5))
-def test_article_missing_finish_reason_raises_and_yields_no_message(ink, dialect):
+def test_article_missing_finish_reason_raises_and_yields_no_message(ink: Implementation, dialect: Any) -> None:
     events, error = run_assembly(ink, [fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/missing_finish")], dialect=dialect)
     assert error == NO_END_MESSAGE[dialect]
     assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta", "tool_call_delta"]
 
 
 @pytest.mark.ex5
-def test_usage_sent_after_the_finish_reason_is_kept(ink):
+def test_usage_sent_after_the_finish_reason_is_kept(ink: Implementation) -> None:
     """No break at the finish reason: OpenAI sends the usage in a chunk after it.
 
     中文:见到结束原因也不要 break:OpenAI 在它后面的块里才发用量。
@@ -277,20 +283,20 @@ def test_usage_sent_after_the_finish_reason_is_kept(ink):
 
 
 @pytest.mark.ex5
-def test_an_empty_finish_reason_still_counts_as_seen(ink):
+def test_an_empty_finish_reason_still_counts_as_seen(ink: Implementation) -> None:
     events, error = run_assembly(ink, [chunk({"content": "hi"}), chunk(finish="")])
     assert error is None and events[-1]["message"]["stopReason"] is None
 
 
 @pytest.mark.ex5
-def test_done_without_finish_reason_counts_as_complete(ink):
+def test_done_without_finish_reason_counts_as_complete(ink: Implementation) -> None:
     events, error = run_assembly(ink, [chunk({"content": "hi"}), b"data: [DONE]\n\n"])
     assert error is None
     assert events[-1]["message"]["stopReason"] is None
 
 
 @pytest.mark.ex5
-def test_unknown_finish_reason_with_tool_calls_is_tool_use(ink):
+def test_unknown_finish_reason_with_tool_calls_is_tool_use(ink: Implementation) -> None:
     events, _ = run_assembly(ink, [call(0, "{}", id="t1", name="read"), chunk(finish="function_call")])
     assert events[-1]["message"]["stopReason"] == "tool_use"
 
@@ -300,14 +306,14 @@ def test_unknown_finish_reason_with_tool_calls_is_tool_use(ink):
     "fixture, stop_reason",
     [("article/length_text", "max_tokens"), ("article/length_tool", "max_tokens"), ("article/readme", "tool_use")],
 )
-def test_article_stop_reasons(ink, fixture, stop_reason):
+def test_article_stop_reasons(ink: Implementation, fixture: Any, stop_reason: Any) -> None:
     events, error = run_assembly(ink, [fixture_bytes(fixture)])
     assert error is None
     assert events[-1]["message"]["stopReason"] == stop_reason
 
 
 @pytest.mark.ex5
-def test_empty_reply_gets_a_placeholder_block(ink):
+def test_empty_reply_gets_a_placeholder_block(ink: Implementation) -> None:
     events, _ = run_assembly(ink, [chunk({"content": ""}), chunk(finish="stop")])
     assert events == [
         {
@@ -326,10 +332,10 @@ def test_empty_reply_gets_a_placeholder_block(ink):
 
 
 @pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex6))
-def test_article_abort_scenario_ends_quietly_without_message_end(ink, dialect):
+def test_article_abort_scenario_ends_quietly_without_message_end(ink: Implementation, dialect: Any) -> None:
     controller = ink.abort.AbortController()
 
-    def network():
+    def network() -> Any:
         yield fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/abort")
         controller.abort()  # the user presses Ctrl-C while the next read is pending
         raise ConnectionResetError("connection closed by abort")
@@ -342,10 +348,10 @@ def test_article_abort_scenario_ends_quietly_without_message_end(ink, dialect):
 
 
 @pytest.mark.ex6
-def test_abort_after_the_last_event_still_yields_no_message_end(ink):
+def test_abort_after_the_last_event_still_yields_no_message_end(ink: Implementation) -> None:
     controller = ink.abort.AbortController()
 
-    def network():
+    def network() -> Any:
         yield fixture_bytes("article/readme")
         controller.abort()
 
@@ -354,10 +360,10 @@ def test_abort_after_the_last_event_still_yields_no_message_end(ink):
 
 
 @pytest.mark.ex6
-def test_abort_safe_passes_items_and_swallows_errors_only_when_aborted(ink):
+def test_abort_safe_passes_items_and_swallows_errors_only_when_aborted(ink: Implementation) -> None:
     controller = ink.abort.AbortController()
 
-    def failing():
+    def failing() -> Any:
         yield 1
         yield 2
         raise OSError("read failed")
@@ -371,8 +377,8 @@ def test_abort_safe_passes_items_and_swallows_errors_only_when_aborted(ink):
 
 
 @pytest.mark.parametrize("dialect", in_each_dialect(pytest.mark.ex6))
-def test_a_read_error_without_abort_propagates_through_assembly(ink, dialect):
-    def network():
+def test_a_read_error_without_abort_propagates_through_assembly(ink: Implementation, dialect: Any) -> None:
+    def network() -> Any:
         yield fixture_bytes(f"{ARTICLE_FOLDER[dialect]}/abort")
         raise ConnectionResetError("peer reset")
 
@@ -400,12 +406,12 @@ def test_a_read_error_without_abort_propagates_through_assembly(ink, dialect):
     ids=["object", "array", "missing-brace", "long-raw-cut-to-500", "nan", "too-large-for-a-float",
          "nested-too-deep-to-parse", "nested-too-deep-to-send-back"],
 )  # fmt: skip
-def test_safe_parse_json(ink, raw, parsed):
+def test_safe_parse_json(ink: Implementation, raw: Any, parsed: Any) -> None:
     assert ink.shared.safe_parse_json(raw) == parsed
 
 
 @pytest.mark.ex7
-def test_article_invalid_json_scenario_still_reaches_message_end_with_parse_error(ink):
+def test_article_invalid_json_scenario_still_reaches_message_end_with_parse_error(ink: Implementation) -> None:
     events, error = run_assembly(ink, [fixture_bytes("article/invalid_json")])
     assert error is None
     assert events[-1]["message"]["blocks"] == [

@@ -64,8 +64,8 @@ def results_of(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.ex8
-def test_max_tokens_with_tool_calls_runs_none_and_asks_for_them_again(ink):
-    ran = []
+def test_max_tokens_with_tool_calls_runs_none_and_asks_for_them_again(ink: Implementation) -> None:
+    ran: list[str] = []
     provider = ScriptedProvider(
         ink, fixture_bytes("article/length_tool"), tool_reply(("t3", "read", '{"path":"README.md"}')), text_reply("ok")
     )
@@ -82,12 +82,13 @@ def test_max_tokens_with_tool_calls_runs_none_and_asks_for_them_again(ink):
 
 
 @pytest.mark.ex8
-def test_fail_tool_calls_from_truncated_message(ink):
+def test_fail_tool_calls_from_truncated_message(ink: Implementation) -> None:
     calls = [
         {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "README.md"}},
         {"type": "toolCall", "id": "b", "name": "grep", "arguments": {"_parseError": "x", "raw": "{"}},
     ]
-    results, events = [], []
+    results: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     ink.loop.fail_tool_calls_from_truncated_message(calls, results, events.append)
     summary = [(r["toolCallId"], r["toolName"], r["isError"]) for r in results]
     assert summary == [("a", "read", True), ("b", "grep", True)]
@@ -96,7 +97,7 @@ def test_fail_tool_calls_from_truncated_message(ink):
 
 
 @pytest.mark.ex8
-def test_a_refused_call_stays_in_the_history_as_the_model_sent_it(ink):
+def test_a_refused_call_stays_in_the_history_as_the_model_sent_it(ink: Implementation) -> None:
     """Each refused call gets its own result; the call itself is not changed — the history keeps
     what the model asked for, so it can send the same call again, complete.
 
@@ -107,14 +108,14 @@ def test_a_refused_call_stays_in_the_history_as_the_model_sent_it(ink):
         {"type": "toolCall", "id": "b", "name": "read", "arguments": {"_parseError": "x", "raw": '{"path'}},
     ]
     before = copy.deepcopy(calls)
-    results = []
+    results: list[dict[str, Any]] = []
     ink.loop.fail_tool_calls_from_truncated_message(calls, results, None)
     assert calls == before
     assert [r["toolCallId"] for r in results] == ["a", "b"]
 
 
 @pytest.mark.ex8
-def test_max_tokens_without_tool_calls_completes_truncated(ink):
+def test_max_tokens_without_tool_calls_completes_truncated(ink: Implementation) -> None:
     provider = ScriptedProvider(ink, fixture_bytes("article/length_text"))
     result, history, _ = run(ink, provider, [fake_read({})])
     assert result["stopReason"] == "completed"  # the loop is done…
@@ -123,8 +124,8 @@ def test_max_tokens_without_tool_calls_completes_truncated(ink):
 
 
 @pytest.mark.ex7
-def test_arguments_that_are_not_json_are_blocked_with_the_reason(ink):
-    ran = []
+def test_arguments_that_are_not_json_are_blocked_with_the_reason(ink: Implementation) -> None:
+    ran: list[str] = []
     provider = ScriptedProvider(ink, fixture_bytes("article/invalid_json"), text_reply("sorry"))
     result, history, _ = run(ink, provider, [fake_read({"README.md": "x"}, ran)])
     [r] = results_of(history)
@@ -136,10 +137,10 @@ def test_arguments_that_are_not_json_are_blocked_with_the_reason(ink):
 
 
 @pytest.mark.ex6
-def test_abort_mid_stream_stops_without_an_assistant_message(ink):
+def test_abort_mid_stream_stops_without_an_assistant_message(ink: Implementation) -> None:
     controller = ink.abort.AbortController()
 
-    def stalled_reply(request):
+    def stalled_reply(request: Any) -> Any:
         yield fixture_bytes("article/abort")
         controller.abort()  # Ctrl-C while the next read is pending
         raise ConnectionResetError("closed by abort")
@@ -152,9 +153,9 @@ def test_abort_mid_stream_stops_without_an_assistant_message(ink):
 
 
 @pytest.mark.ex6
-def test_abort_between_tools_answers_the_calls_that_never_ran(ink):
+def test_abort_between_tools_answers_the_calls_that_never_ran(ink: Implementation) -> None:
     controller = ink.abort.AbortController()
-    ran = []
+    ran: list[str] = []
     provider = ScriptedProvider(ink, tool_reply(("c1", "read", '{"path": "a"}'), ("c2", "read", '{"path": "b"}')))
     tool = fake_read({"a": "x", "b": "y"}, ran, hook=lambda args: controller.abort())
     result, history, _ = run(ink, provider, [tool], signal=controller.signal)

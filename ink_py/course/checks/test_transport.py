@@ -32,7 +32,7 @@ def frames(fixture: str) -> list[bytes | Pause]:
 
 @pytest.mark.ex6
 @pytest.mark.parametrize("framing", ["chunked", "close"])
-def test_abort_from_another_thread_ends_a_blocked_read_quietly(ink, framing):
+def test_abort_from_another_thread_ends_a_blocked_read_quietly(ink: Implementation, framing: Any) -> None:
     pause = Pause(limit=10)
     controller = ink.abort.AbortController()
     reply = Reply(parts=[*frames("article/abort"), pause, *frames("article/readme")[2:]], framing=framing)
