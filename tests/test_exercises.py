@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ink_py.course.catalogue import EXERCISES
-from ink_py.course.checker import REPORT_ENV, marked_test_files, pytest_arguments
+from ink_py.course.checker import HYPOTHESIS_PLUGIN, REPORT_ENV, marked_test_files, pytest_arguments
 from ink_py.course.places import CHECKS_DIR, CHECKS_INI
 from ink_py.course.stubs import (
     PACKAGE_DIR,
@@ -169,12 +169,17 @@ for job in json.loads(sys.argv[1]):
 
 
 def run_sessions(jobs: list[dict], processes: int = 2) -> None:
-    """Run pytest sessions in a few fresh interpreters (one start-up each, not one per session)."""
+    """Run pytest sessions in a few fresh interpreters (one start-up each, not one per session), with
+    plugin autoload off as ``check`` runs them (its arguments name the plugins the checks need)."""
+    import os
+
     batches = [jobs[i::processes] for i in range(processes)]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     running = [
         subprocess.Popen(
             [sys.executable, "-c", SESSIONS, json.dumps(batch)],
             cwd=ROOT,
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -221,6 +226,8 @@ def reports(tmp_path_factory) -> dict[str, dict]:
             "no:cacheprovider",
             "-p",
             "ink_py.course.check_plugin",
+            "-p",
+            HYPOTHESIS_PLUGIN,
             "-c",
             str(CHECKS_INI),
             str(CHECKS_DIR),

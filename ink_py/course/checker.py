@@ -35,6 +35,7 @@ from .stubs import MarkerError, find_regions, group_by_file, is_stub, package_re
 from .working_copy import demo_command, dir_argument, shown
 
 REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the plugin is idle without it)
+HYPOTHESIS_PLUGIN = "_hypothesis_pytestplugin"  # Hypothesis's pytest plugin, by its module's name
 
 # ── running the tests ─────────────────────────────────────────────────────────────────
 
@@ -94,8 +95,8 @@ def marked_test_files(number: int) -> list[str]:
 def pytest_arguments(folder: Path, number: int | None) -> list[str]:
     """What ``check`` runs after ``python -m pytest``: exercise N's checks on the copy, with their own
     configuration (or, with no number, the project's whole suite, from its checkout), up to the first failure."""
-    if number is not None:
-        selection = ["-c", str(CHECKS_INI), "-m", f"ex{number}", *marked_test_files(number)]
+    if number is not None:  # plugin autoload is off (run_tests): Hypothesis's is named, the course's is in CHECKS_INI
+        selection = ["-c", str(CHECKS_INI), "-p", HYPOTHESIS_PLUGIN, "-m", f"ex{number}", *marked_test_files(number)]
     else:
         selection = ["tests", "ink_py"]  # run from the checkout: its setup.cfg
     return [
@@ -128,6 +129,8 @@ def run_tests(folder: Path, number: int | None, progress: Progress | None = None
         report_path = Path(scratch) / "report.json"
         command = [sys.executable, "-m", "pytest", *pytest_arguments(folder, number)]
         env = {**child_environment(), REPORT_ENV: str(report_path)}
+        if number is not None:  # an exercise's checks: no other pytest plugin of the student's environment —
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # none reorders or slows them (seconds per check)
         if progress is not None:
             progress.begin(say("progress_suite") if number is None else progress_title(number))
         output = run_child(command, SOURCE_ROOT if number is None else Path(scratch), env, Path(scratch), progress)
