@@ -248,11 +248,6 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "run: ink-py exercise start {n}{dir}",
         "练习 {n} 在 {folder} 里还没开始(那里的代码还是参考实现的)—— 运行:ink-py exercise start {n}{dir}",
     ),
-    "needs_checkout": (
-        "the checks need a source checkout of ink_py (tests/ next to the package): "
-        "clone the repository and pip install -e '.[test]'",
-        "检查要用 ink_py 的源码仓库(包旁边有 tests/):克隆仓库,然后 pip install -e '.[test]'",
-    ),
     "needs_pytest": ("the checks need pytest: pip install -e '.[test]'", "检查要用 pytest:pip install -e '.[test]'"),
     "could_not_run": ("the tests could not run: {tail}", "测试没能运行:{tail}"),
     "could_not_run_exit": (
