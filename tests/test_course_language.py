@@ -130,7 +130,7 @@ def every_command(student: Student) -> None:
     put_back(copy, 1)
     write_solution(copy, 2, QUADRATIC_PARSE_SSE)  # the article's loop: quadratic time
     student.run("check", "2", code=1)  # the linear-time verdict
-    student.run("reset", "2", "--yes", code=0)  # first: check --all and report need not time the quadratic loop again
+    student.run("reset", "2", "--yes", code=0)  # now: check --all and report need not time the quadratic again
     student.run("check", "--all", code=1)
     student.run("report", code=0)
     (copy / ".exercises.json").write_text('{"made_by": "ink-py exercise start", "started": [1], "hints": {"1": -1}}')
