@@ -1,18 +1,13 @@
 """The course's pytest plugin: ``pytest --impl my_ink -m ex1 --pdb`` checks a student's copy, from anywhere.
 
-Loaded only when it is asked for: by ``--impl`` (``ink_py/course/impl_option.py``, the entry point),
-by the checkout's setup.cfg (``-p``), by ``check`` (``-p``). Its hooks (pytest's names):
-
-- ``pytest_addoption``: ``--impl DIR``, the copy the ``ink`` fixture hands to the tests.
-- ``pytest_configure``: the exercise markers ex1 … ex9 (so ``--strict-markers`` works anywhere); on
-  a copy, Hypothesis runs the same examples every time (a check and a report never disagree), keeps
-  no database and writes nothing where the student works; no bytecode is written next to the checks
-  (an installed package stays as pip left it).
-- ``pytest_cmdline_main``: ``--impl`` without a test path runs the package's checks
-  (``ink_py/course/checks/``) with their own configuration (``checks.ini``), wherever pytest started;
-  so does a path inside them (the command ``check`` prints to debug one test).
-- ``pytest_collection_modifyitems``: under ``--impl``, a test that does not use the ``ink`` fixture
-  checks nothing of the copy: it is deselected, not run on the reference and called the copy's.
+Loaded only when asked for: by ``--impl`` (the entry point, ``impl_option.py``), by setup.cfg's and
+checks.ini's ``-p``. Its hooks: ``--impl DIR``, the copy the ``ink`` fixture hands to the tests; the
+markers ex1 … ex9 (``--strict-markers`` works anywhere); on a copy, Hypothesis runs the same examples
+every time, keeps no database and writes nothing where the student works, and no bytecode is written
+beside the checks (an installed package stays as pip left it); ``--impl`` without a test path (or
+with paths inside the checks, as ``check``'s debug command) runs the package's checks with their own
+configuration, wherever pytest started; and under ``--impl`` a test that does not use ``ink`` checks
+nothing of the copy: it is deselected, not run on the reference and called the copy's.
 
     >>> inside_the_checks(["test_parse_frame.py::test_parse_frame[named-event]"], CHECKS_DIR)
     True
