@@ -26,11 +26,11 @@ import pytest
 import requests
 
 from ink_py import bounded_server
+from ink_py.course.checks.helpers import text_reply
 from ink_py.course.demo_web import DemoServer
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article.quotas import Quotas
 
-from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
 from .test_relay import read_all, run_main, start_relay
 

@@ -19,14 +19,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ink_py.cli import APIS
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import fixture_bytes
 from ink_py.scripted.dialects import build_dialect_reply
 from ink_py.scripted.response_store import new_store
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.scripted.turn import decode_events, fixture_turn
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import ROOT, fixture_bytes
+from .helpers import ROOT
 from .test_cli import ink_py
 from .test_model_server import PATHS
 

@@ -25,14 +25,14 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import text_reply, tool_reply
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
 from ink_py.second_article.quotas import Quotas
 from ink_py.second_article.relay import RelayApp, RelayServer, make_relay_server, run_settings
 from ink_py.second_article.runs import MemoryRuns
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import text_reply, tool_reply
 from .redis_servers import SlowProxy, read_events
 
 try:

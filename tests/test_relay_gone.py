@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.helpers import text_reply
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article.follow import TRIMMED
 from ink_py.second_article.relay import RelayServer, make_relay_server
 from ink_py.second_article.runs import GONE, MemoryRuns, RunLog
 
-from .helpers import text_reply
 from .raw_servers import SSE_HEAD, RawServer
 from .redis_servers import NEEDS_REDIS, RedisServer, module_redis, read_events
 from .test_relay import README, README_QUESTION

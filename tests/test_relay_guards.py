@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.helpers import text_reply
 from ink_py.scripted.server import start_model_server
 from ink_py.second_article.guards import MAX_QUERY_CHARS
 from ink_py.second_article.relay import RelayApp, RelayServer, run_settings
 
-from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
 from .redis_servers import NEEDS_REDIS, RedisServer
 from .test_relay import WAIT_SECONDS, open_stream, read_all, start_relay

@@ -28,6 +28,7 @@ import requests
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ink_py.course.checks.helpers import text_reply
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.second_article import redis_quotas
 from ink_py.second_article.guards import BadRequest
@@ -36,7 +37,6 @@ from ink_py.second_article.relay import RelayServer, make_relay_server
 from ink_py.second_article.runs import TOO_LONG, MemoryRuns, event_bytes, stored
 
 from .addresses import NEEDS_LOOPBACKS, loopback, session_from
-from .helpers import text_reply
 from .raw_servers import SSE_HEAD, RawServer, sse_server
 from .redis_servers import NEEDS_REDIS, RedisServer, events_of, model_switch, read_events
 

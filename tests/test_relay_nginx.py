@@ -24,7 +24,9 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from .helpers import ROOT, sse
+from ink_py.course.checks.helpers import sse
+
+from .helpers import ROOT
 from .raw_servers import SSE_HEAD, RawServer, end_process, sse_server
 from .test_relay_wsgi import Served, lots_of_text, model_env, needs
 from .test_relay_wsgi import serve as serve  # noqa: F401  (the fixture: gunicorn as a process)

@@ -31,12 +31,13 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.helpers import sse
 from ink_py.scripted.server import start_model_server
 from ink_py.second_article.follow import DEAD_PRODUCER, LOST
 from ink_py.second_article.producer import STOPPED
 from ink_py.second_article.runs import GONE
 
-from .helpers import ROOT, sse
+from .helpers import ROOT
 from .raw_servers import SSE_HEAD, RawServer
 from .redis_servers import NEEDS_REDIS, RedisServer, cut_after, events_of, model_switch, read_events
 from .test_relay import README, README_QUESTION

@@ -246,7 +246,7 @@ def read_events_from(received: bytes, pieces: Iterator[bytes]) -> list[dict[str,
 
 def test_a_run_no_one_comes_back_to_is_aborted_after_the_grace(hosts) -> None:
     def first_word_then_silence(conn: Any, model: RawServer) -> None:
-        from .helpers import sse
+        from ink_py.course.checks.helpers import sse
 
         model.read_request(conn)
         conn.sendall(SSE_HEAD + sse({"choices": [{"index": 0, "delta": {"content": "一"}}]}))

@@ -30,12 +30,13 @@ import pytest
 import requests
 
 from ink_py import bounded_server
+from ink_py.course.checks.helpers import sse
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article.relay import make_relay_server
 
-from .helpers import ROOT, sse
+from .helpers import ROOT
 from .raw_servers import SSE_HEAD, RawServer, end_process, sse_server
 from .test_relay import README, README_QUESTION, named, read_all, streamed_text
 

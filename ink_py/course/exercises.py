@@ -4,7 +4,7 @@
     ink-py exercise start 1              copy ink_py to ./my_ink, with parse_frame cut out
     ink-py exercise check 1              run exercise 1's tests on ./my_ink; the first failure in plain words
     ink-py exercise hint 1               one more hint each time, the one the last failure calls for first
-    ink-py exercise check --all          every started exercise, as a table
+    ink-py exercise check --all          every started exercise, as a table (--whole-suite: the project's suite too)
     ink-py exercise diff 1 / reset 1     once green: yours beside the reference / back to the stub
     ink-py exercise report               JSON and JUnit XML for a teacher or an autograder
     pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger (impl_option.py)
@@ -122,13 +122,15 @@ def exercise_parser() -> CliParser:
         dest="command", metavar="COMMAND", help=", ".join(SUBCOMMANDS), parser_class=CommandParser
     )
     for name in SUBCOMMANDS:
-        usage = "%(prog)s [-h] [--dir DIR] (NAME [DIR] | --all [DIR])" if name == "check" else None
+        usage = "%(prog)s [-h] [--dir DIR] (NAME [DIR] | --all [--whole-suite] [DIR])" if name == "check" else None
         sub = commands.add_parser(name, description=say(f"help_{name}"), usage=usage)
         if name in ("start", "hint", "reset", "diff"):
             sub.add_argument("name", metavar="NAME", help=say("arg_name"))
         elif name == "check":
             sub.add_argument("name", nargs="?", metavar="NAME", help=say("arg_name_check"))
             sub.add_argument("--all", action="store_true", help=say("arg_all"))
+        if name in ("check", "report"):
+            sub.add_argument("--whole-suite", action="store_true", help=say("arg_whole_suite"))
         sub.add_argument("folder", nargs="?", metavar="DIR", help=say("arg_folder", default=default))
         sub.add_argument("--dir", dest="dir_option", type=given_path, metavar="DIR", help=say("arg_dir"))
         if name == "reset":
@@ -151,6 +153,8 @@ def read_command(argv: list[str], parser: CliParser | None = None) -> argparse.N
         args.name, args.folder = None, args.name
     elif args.command == "check" and args.name is None:
         raise ExerciseError(say("which_exercise"))
+    if args.command == "check" and args.whole_suite and not args.all:
+        raise ExerciseError(say("whole_suite_with_all"))
     given = [folder for folder in (args.dir_before, args.dir_option, args.folder) if folder is not None]
     if len(given) > 1:
         raise ExerciseError(say("folder_once"))
@@ -175,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             print(list_exercises(folder))
             return 0
         if args.command == "report":
-            print(write_report(folder, Path(args.json), Path(args.junit), Progress.on_stderr()))
+            print(write_report(folder, Path(args.json), Path(args.junit), Progress.on_stderr(), args.whole_suite))
             return 0
         if args.command == "check" and args.all:
-            green, words = check_all(folder, Progress.on_stderr())
+            green, words = check_all(folder, Progress.on_stderr(), args.whole_suite)
             print(words)
             return 0 if green else 1
         number = exercise_number(args.name)

@@ -26,6 +26,7 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "  start NAME [DIR]       copy ink_py to DIR (default ./my_ink) with exercise NAME cut out\n"
         "  check NAME [DIR]       run exercise NAME's tests on DIR and explain the first failure\n"
         "  check --all [DIR]      check every started exercise; a table of where each stands\n"
+        "        --whole-suite    then the project's whole suite on DIR (minutes; a source checkout)\n"
         "  hint  NAME [DIR]       one more hint\n"
         "  reset NAME [DIR]       put exercise NAME's stub back (asks first; --yes for scripts)\n"
         "  diff  NAME [DIR]       once NAME is green: your code beside the reference\n"
@@ -41,6 +42,7 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "  start NAME [DIR]       把 ink_py 复制到 DIR(默认 ./my_ink),挖掉练习 NAME\n"
         "  check NAME [DIR]       在 DIR 上跑练习 NAME 的测试,说明第一个失败\n"
         "  check --all [DIR]      检查每个开始了的练习,列一张表\n"
+        "        --whole-suite    然后在 DIR 上跑项目的整套测试(要几分钟;要源码仓库)\n"
         "  hint  NAME [DIR]       再给一条提示\n"
         "  reset NAME [DIR]       把练习 NAME 恢复成桩(先问你;脚本里用 --yes)\n"
         "  diff  NAME [DIR]       练习 NAME 通过之后:你的代码和参考实现并排\n"
@@ -85,6 +87,12 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
     "arg_name": ("the exercise: a number or a slug (1, ex1, parse-frame)", "练习:编号或者短名(1、ex1、parse-frame)"),
     "arg_name_check": ("the exercise: a number or a slug", "练习:编号或者短名"),
     "arg_all": ("check every started exercise; a table", "检查每个开始了的练习,列一张表"),
+    "arg_whole_suite": (
+        "once every exercise is green, also run the project's whole test suite on the copy: several "
+        "minutes, and it needs the project's tests (a source checkout of ink_py, or its sdist unpacked)",
+        "所有练习都通过之后,再在副本上跑项目的整套测试:要好几分钟,"
+        "而且要有项目的测试(ink_py 的源码仓库,或者解开的 sdist)",
+    ),
     "arg_folder": ("the working copy (default ./{default})", "工作副本(默认 ./{default})"),
     "arg_dir": ("the same, as an option", "同上,写成选项"),
     "arg_yes": ("do not ask first (for scripts)", "不先问(给脚本用)"),
@@ -240,11 +248,6 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "run: ink-py exercise start {n}{dir}",
         "练习 {n} 在 {folder} 里还没开始(那里的代码还是参考实现的)—— 运行:ink-py exercise start {n}{dir}",
     ),
-    "needs_checkout": (
-        "the checks need a source checkout of ink_py (tests/ next to the package): "
-        "clone the repository and pip install -e '.[test]'",
-        "检查要用 ink_py 的源码仓库(包旁边有 tests/):克隆仓库,然后 pip install -e '.[test]'",
-    ),
     "needs_pytest": ("the checks need pytest: pip install -e '.[test]'", "检查要用 pytest:pip install -e '.[test]'"),
     "could_not_run": ("the tests could not run: {tail}", "测试没能运行:{tail}"),
     "could_not_run_exit": (
@@ -269,6 +272,17 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "{folder} 里还没有开始任何练习 —— 运行:ink-py exercise start 1",
     ),
     "no_copy_report": ("no working copy at {folder} — nothing to report", "{folder} 没有工作副本 —— 没有可报告的"),
+    "suite_needs_tests": (
+        "--whole-suite needs the project's tests, which an installed wheel does not have: run it from a source "
+        "checkout of ink_py (or its sdist unpacked) installed with pip install -e '.[test]'; without it, check --all "
+        "runs every exercise's own checks",
+        "--whole-suite 要用项目的测试,装好的 wheel 里没有:请在 ink_py 的源码仓库(或者解开的 sdist)里用 "
+        "pip install -e '.[test]' 安装后再运行;不加它,check --all 会跑每个练习自己的检查",
+    ),
+    "whole_suite_with_all": (
+        "--whole-suite goes with --all: ink-py exercise check --all --whole-suite",
+        "--whole-suite 要和 --all 一起用:ink-py exercise check --all --whole-suite",
+    ),
     "table_heading": ("Course exercises in {folder}", "{folder} 里的课程练习"),
     "col_exercise": ("exercise", "练习"),
     "col_state": ("state", "状态"),
