@@ -98,6 +98,8 @@ class CommandParser(CourseParser):
         if self.intermixing:  # parse_known_intermixed_args comes back here for each of its two passes
             return super().parse_known_args(args, namespace)
         self.intermixing = True
+        if self.usage is None:  # else argparse keeps format_usage()[7:] while it parses: "usage: " cut, in English only
+            self.usage = self.format_usage().removeprefix(say("usage_prefix")).rstrip("\n")
         try:
             return self.parse_known_intermixed_args(args, namespace)
         finally:
