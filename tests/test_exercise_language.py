@@ -52,7 +52,7 @@ def chinese(monkeypatch):
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
 
 
-@pytest.mark.parametrize("command", ["list", "start", "hint", "report"])
+@pytest.mark.parametrize("command", ["list", "start", "hint", "report", "watch"])
 def test_each_commands_chinese_help_names_the_whole_command(capsys, chinese, command):
     code, out, _ = run(capsys, command, "--help")
     assert code == 0 and out.startswith(f"用法:ink-py exercise {command} [-h]")

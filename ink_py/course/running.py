@@ -55,8 +55,11 @@ class Progress:
             width = 80
 
         def write(text: str) -> None:
-            sys.stderr.write(text)
-            sys.stderr.flush()
+            try:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            except OSError:  # a terminal that has closed (SIGHUP is on its way): the run's end is not this line's
+                pass
 
         return cls(write, terminal, width)
 
