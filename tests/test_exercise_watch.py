@@ -103,6 +103,17 @@ class Terminal:
                 self.raw += os.read(self.fd, 65536)
         raise AssertionError(f"watch did not end; the terminal showed:\n{self.seen}")
 
+    def until(self, condition, what: str) -> None:
+        """Wait for ``condition()`` to hold (polled): the state a step needs, never a fixed pause."""
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not condition():
+            assert time.monotonic() < deadline, f"never {what}"
+            time.sleep(0.01)
+
+    def is_stopped(self) -> bool:
+        pid, status = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
+        return pid != 0 and os.WIFSTOPPED(status)
+
     def close(self) -> None:
         if self.code is None:
             try:
@@ -134,12 +145,18 @@ def terminal(tmp_path):
 
 
 def test_each_key_without_enter_a_save_turns_red_into_green_and_n_moves_on(tmp_path, terminal):
-    """Three real checks: exercise 1 red, green after the save, exercise 2 red."""
+    """Three real checks: exercise 1 red, green after the save, exercise 2 red. Ctrl-Z and fg first."""
     watch = terminal()
     mark = watch.wait_for(r"started exercise 1 · parse-frame")  # no copy yet: watch starts it, as start does
     assert "a new copy of ink_py" in watch.seen
     mark = watch.wait_for(r"exercise 1 · parse-frame — not written yet", mark)
     mark = watch.wait_for(r"progress \[>>>-{24}\] 0/9 · now exercise 1 · parse-frame\n" + KEYS_LINE, mark)
+
+    watch.type("\x1a")  # Ctrl-Z: stopped, the terminal as it was for the shell
+    watch.until(watch.is_stopped, "stopped")
+    assert termios.tcgetattr(watch.pty) == watch.before
+    os.kill(watch.pid, signal.SIGCONT)  # fg
+    watch.until(lambda: not termios.tcgetattr(watch.pty)[3] & termios.ICANON, "in cbreak mode again")
 
     for key, answer in [
         ("x", KEYS_LINE),  # anything else: the keys

@@ -58,7 +58,7 @@ class Progress:
             try:
                 sys.stderr.write(text)
                 sys.stderr.flush()
-            except OSError:  # a terminal that has closed (SIGHUP is on its way): the run's end is not this line's
+            except OSError:  # a terminal that has closed: no line to show (SIGHUP ends the run, not this)
                 pass
 
         return cls(write, terminal, width)
