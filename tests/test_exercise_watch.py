@@ -32,6 +32,7 @@ from ink_py.course.catalogue import EXERCISES, ExerciseError
 from ink_py.course.keypress import one_key_at_a_time
 from ink_py.course.saves import snapshot
 from ink_py.course.state import load_state, save_state
+from ink_py.course.working_copy import start
 
 from .helpers import ROOT
 from .test_course_language import LOCALE_VARIABLES, sentences_of_the_other
@@ -141,6 +142,19 @@ def terminal(tmp_path):
         session.close()
 
 
+def save_the_reference(copy: Path, number: int) -> None:
+    """``put_back`` saved as many editors save: each new file written beside, then renamed over the old
+    one — so no check can see it half-written, and the number of checks is exact."""
+    scratch = copy.parent / f".{copy.name}-scratch"
+    shutil.copytree(copy, scratch)
+    put_back(scratch, number)
+    for path in scratch.rglob("*.py"):
+        target = copy / path.relative_to(scratch)
+        if path.read_bytes() != target.read_bytes():
+            os.replace(path, target)
+    shutil.rmtree(scratch)
+
+
 # ── on a terminal ─────────────────────────────────────────────────────────────────────
 
 
@@ -170,7 +184,7 @@ def test_each_key_without_enter_a_save_turns_red_into_green_and_n_moves_on(tmp_p
     modes = termios.tcgetattr(watch.pty)[3]
     assert not modes & (termios.ECHO | termios.ICANON) and modes & termios.ISIG  # keys unechoed; Ctrl-C works
 
-    put_back(tmp_path / "my_ink", 1)  # the student saves the right code
+    save_the_reference(tmp_path / "my_ink", 1)  # the student saves the right code
     mark = watch.wait_for(r"exercise 1 · parse-frame — all \d+ tests pass", mark)
     mark = watch.wait_for(r"progress \[###-{24}\] 1/9 · now exercise 1 · parse-frame", mark)
     watch.type("n")
@@ -262,9 +276,9 @@ def test_piped_a_line_per_command_then_a_save_and_the_closing_message_in_chinese
 def prepared(tmp_path_factory):
     """A copy with exercise 1 started: copied for each test that uses it (a copy takes milliseconds)."""
     folder = tmp_path_factory.mktemp("prepared")
-    from ink_py.course.working_copy import start
-
-    start(1, folder / "my_ink")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)  # where a student would start it (start reads hints kept here before the copy)
+        start(1, folder / "my_ink")
     return folder / "my_ink"
 
 
