@@ -94,15 +94,13 @@ class Terminal:
         return found.end()
 
     def exit_code(self) -> int:
+        """Its exit code, once it has ended (what it still shows is read meanwhile)."""
         deadline = time.monotonic() + WAIT_SECONDS
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.code = os.waitstatus_to_exitcode(status)
-                return self.code
+        while not self.has_ended():
+            assert time.monotonic() < deadline, f"watch did not end; the terminal showed:\n{self.seen}"
             if select.select([self.fd], [], [], 0.1)[0]:
                 self.raw += os.read(self.fd, 65536)
-        raise AssertionError(f"watch did not end; the terminal showed:\n{self.seen}")
+        return self.code
 
     def until(self, condition, what: str) -> None:
         """Wait for ``condition()`` to hold (polled): the state a step needs, never a fixed pause."""
@@ -110,6 +108,12 @@ class Terminal:
         while not condition():
             assert time.monotonic() < deadline, f"never {what}"
             time.sleep(0.01)
+
+    def has_ended(self) -> bool:
+        if self.code is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            self.code = os.waitstatus_to_exitcode(status) if pid else None
+        return self.code is not None
 
     def is_stopped(self) -> bool:
         pid, status = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
@@ -123,10 +127,8 @@ class Terminal:
             except OSError:
                 pass
         for fd in (self.fd, self.pty):
-            try:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
 
 
 @pytest.fixture
@@ -214,8 +216,9 @@ def test_a_terminal_that_closes_during_a_check_ends_the_watch_and_the_check(tmp_
     watch = terminal()
     watch.wait_for(r"checking exercise 1 · parse-frame: \d+/\d+ tests")
     os.close(watch.fd)  # the window is closed: SIGHUP
-    watch.fd = os.open(os.devnull, os.O_RDONLY)  # for close()
-    assert watch.exit_code() == 128 + signal.SIGHUP
+    watch.fd = -1
+    watch.until(watch.has_ended, "ended")
+    assert watch.code == 128 + signal.SIGHUP
     assert child_pytests(tmp_path / "my_ink") == []
 
 
