@@ -33,7 +33,7 @@ QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
 COMMAND = re.compile(r"(?:ink-py|python3?|pytest|cd) [^\n,;:,;:。]*")  # a command, to the end of its clause
 CODE_WORD = re.compile(r"\S*[/_.\[\]:=<>{}()@\\]\S*|--?[\w-]+|\b[A-Z][A-Z_]+\b|\b\w+-\w+(?:-\w+)*\b")
 ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:[ ,]+[A-Za-z]{2,}){2,}\b")  # three English words in a row
-COMMANDS = {"list", "start", "check", "hint", "reset", "diff", "report"}  # the commands' names: identifiers
+COMMANDS = {"list", "start", "check", "hint", "reset", "diff", "report", "watch"}  # the commands' names: identifiers
 
 
 def sentences_of_the_other(text: str, language: str) -> list[str]:
@@ -107,7 +107,7 @@ def every_command(student: Student) -> None:
     copy = student.folder / "my_ink"
     student.run(code=0)
     for command in ("--help", "list --help", "start --help", "check --help", "hint --help", "reset --help",
-                    "diff --help", "report --help"):  # fmt: skip
+                    "diff --help", "report --help", "watch --help"):  # fmt: skip
         student.run(*command.split(), code=0)
     for mistake in ("frob", "start", "start 99", "check", "list --dir=", "start 1 a b", "check 1"):
         student.run(*mistake.split(), code=1)

@@ -131,14 +131,14 @@ def test_help_shows_every_command(capsys, argv):
     assert (code, err) == (0, "") and out.startswith("usage: ink-py exercise") and "hint  NAME [DIR]" in out
 
 
-COMMANDS = ["list", "start", "check", "hint", "reset", "diff", "report"]
+COMMANDS = ["list", "start", "check", "hint", "reset", "diff", "report", "watch"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("where", ["alone", "after-a-name"])
 def test_every_command_takes_help(capsys, command, where):
     words = [command, "--help"] if where == "alone" else [command, "1", "my_ink", "-h"]
-    if where != "alone" and command in ("list", "report"):
+    if where != "alone" and command in ("list", "report", "watch"):
         words = [command, "my_ink", "-h"]
     code, out, err = run(capsys, *words)
     assert (code, err) == (0, "") and out.startswith(f"usage: ink-py exercise {command} [-h]")
@@ -171,6 +171,9 @@ def test_an_unknown_flag_is_one_error_line_in_every_command(tmp_path, monkeypatc
         (["reset", "1", "--yes", "mine"], "reset", "1", "mine"),
         (["diff", "1", "--dir", "mine"], "diff", "1", "mine"),
         (["report", "mine", "--json", "r.json", "--junit=r.xml"], "report", None, "mine"),
+        (["watch"], "watch", None, "my_ink"),
+        (["watch", "mine"], "watch", None, "mine"),
+        (["--dir", "mine", "watch"], "watch", None, "mine"),
     ],
 )
 def test_every_spelling_of_a_command_reads_the_same(argv, command, name, folder):

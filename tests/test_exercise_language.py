@@ -52,6 +52,12 @@ def chinese(monkeypatch):
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
 
 
+@pytest.mark.parametrize("command", ["list", "start", "hint", "report", "watch"])
+def test_each_commands_chinese_help_names_the_whole_command(capsys, chinese, command):
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0 and out.startswith(f"用法:ink-py exercise {command} [-h]")
+
+
 def test_a_stub_started_in_chinese_has_chinese_todos_and_the_exact_words(tmp_path, monkeypatch, capsys, chinese):
     monkeypatch.chdir(tmp_path)
     run(capsys, "start", "5")

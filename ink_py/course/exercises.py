@@ -7,13 +7,14 @@
     ink-py exercise check --all          every started exercise, as a table (--whole-suite: the project's suite too)
     ink-py exercise diff 1 / reset 1     once green: yours beside the reference / back to the stub
     ink-py exercise report               JSON and JUnit XML for a teacher or an autograder
+    ink-py exercise watch                the first exercise not green, checked again at every save
     pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger (impl_option.py)
 
 This module is the command: ``exercise_parser`` (argparse subcommands on the project's ``CliParser``),
 ``read_command`` (the working copy's folder, however it was given) and ``main``, which hands each
 subcommand to its module — ``catalogue.py`` (the exercises), ``stubs.py`` (where they are in the
 source, and their stubs), ``working_copy.py`` (``my_ink/``: start, reset, diff), ``progress.py``
-(list, hint), ``checker.py`` (check) and ``exercise_report.py`` (check --all, report).
+(list, hint), ``checker.py`` (check), ``exercise_report.py`` (check --all, report) and ``watch.py``.
 
     >>> args = read_command(["check", "--all", "--dir", "mine"])
     >>> args.command, args.name, str(args.folder)
@@ -37,10 +38,11 @@ from .language import say
 from .progress import hint, list_exercises
 from .running import Progress
 from .stubs import available
+from .watch import watch_command
 from .working_copy import DEFAULT_DIR, diff, reset, start
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it
-SUBCOMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report")  # each one's --help: words.py's help_…
+SUBCOMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report", "watch")  # --help: words.py's help_…
 ARGPARSE_SAYS = [  # argparse's own mistakes (Python's words) → the key words.py says them with
     (re.compile(r"unrecognized arguments: (?P<rest>.*)", re.S), "unrecognized"),
     (re.compile(r"the following arguments are required: (?P<rest>.*)", re.S), "required"),
@@ -98,6 +100,8 @@ class CommandParser(CourseParser):
         if self.intermixing:  # parse_known_intermixed_args comes back here for each of its two passes
             return super().parse_known_args(args, namespace)
         self.intermixing = True
+        if self.usage is None:  # else argparse keeps format_usage()[7:] while it parses: "usage: " cut, in English only
+            self.usage = self.format_usage().removeprefix(say("usage_prefix")).rstrip("\n")
         try:
             return self.parse_known_intermixed_args(args, namespace)
         finally:
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             print(write_report(folder, Path(args.json), Path(args.junit), Progress.on_stderr(), args.whole_suite))
             return 0
+        if args.command == "watch":
+            return watch_command(folder)
         if args.command == "check" and args.all:
             green, words = check_all(folder, Progress.on_stderr(), args.whole_suite)
             print(words)

@@ -32,6 +32,8 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "  diff  NAME [DIR]       once NAME is green: your code beside the reference\n"
         "  report [DIR]           what a teacher collects: exercise-report.json and exercise-report.xml\n"
         "                         (JUnit) in the current folder, or --json PATH / --junit PATH\n"
+        "  watch [DIR]            the first exercise not green, checked again at every save;\n"
+        "                         keys h hint, l list, n next, q quit (no Enter)\n"
         "\n"
         "NAME is a number or a slug (1 or parse-frame). DIR can also be given as --dir DIR.\n"
         "Each command takes --help.\n"
@@ -48,6 +50,8 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "  diff  NAME [DIR]       练习 NAME 通过之后:你的代码和参考实现并排\n"
         "  report [DIR]           给老师的:当前目录里的 exercise-report.json 和 exercise-report.xml\n"
         "                         (JUnit),或者 --json PATH / --junit PATH\n"
+        "  watch [DIR]            从第一个还没通过的练习开始,每次保存都重新检查;\n"
+        "                         按键 h 提示、l 列表、n 下一个、q 退出(不用回车)\n"
         "\n"
         "NAME 是编号或者短名(1 或 parse-frame)。DIR 也可以写成 --dir DIR。\n"
         "每个命令都有 --help。\n"
@@ -78,6 +82,13 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
     "help_report": (
         "What a teacher collects: exercise-report.json and exercise-report.xml (JUnit) in the current folder.",
         "给老师的:在当前目录写出 exercise-report.json 和 exercise-report.xml(JUnit)。",
+    ),
+    "help_watch": (
+        "Check the first exercise that is not green (starting it if needed), and again at every save under DIR. "
+        "Keys, no Enter: h the next hint, l the list, n the next exercise once this one is green, q quit; "
+        "when stdin is no terminal, a line per command.",
+        "检查第一个还没通过的练习(需要时先开始它),DIR 里每保存一次就再检查一次。按键不用回车:h 下一条提示,"
+        "l 练习列表,n 这个通过之后去下一个,q 退出;标准输入不是终端时,每行一个命令。",
     ),
     "arg_dir_before": (
         "the working copy (default ./{default}); also after the command",
@@ -305,6 +316,39 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
     "progress_count": ("{what}: {done}/{total} tests", "{what}:{done}/{total} 个测试"),
     "progress_now": (" · now {where}", " · 正在跑 {where}"),
     "progress_of_exercise": (" (exercise {numbers})", "(练习 {numbers})"),
+    # ── watch ─────────────────────────────────────────────────────────────────────────────
+    "watch_skipped": (
+        "exercise {n} · {slug} is not available on this install (its source has no markers): skipped",
+        "练习 {n} · {slug} 在这个安装里还不能做(源码里没有它的标记):跳过",
+    ),
+    "watch_progress": ("progress [{bar}] {done}/{total}", "进度 [{bar}] {done}/{total}"),
+    "watch_now": (" · now exercise {n} · {slug}", " · 现在是练习 {n} · {slug}"),
+    "watch_keys": (
+        "watching {folder}: every save checks again · h hint · l list · n next (once green) · q quit",
+        "正在看着 {folder}:每次保存都重新检查 · h 提示 · l 列表 · n 下一个(通过之后)· q 退出",
+    ),
+    "watch_lines": (
+        "watching {folder}: every save checks again · type h (hint), l (list), n (next, once green) or q (quit), "
+        "then Enter; the end of the input quits",
+        "正在看着 {folder}:每次保存都重新检查 · 输入 h(提示)、l(列表)、n(下一个,通过之后)或 q(退出),"
+        "再按回车;输入结束就退出",
+    ),
+    "watch_not_green": (
+        "exercise {n} · {slug} is not green yet: n moves on once its check passes (save your code to check again)",
+        "练习 {n} · {slug} 还没通过:检查通过之后 n 才去下一个(保存你的代码就会再检查)",
+    ),
+    "watch_bye": (
+        "stopped watching; your progress is kept in {folder} — go on with: ink-py exercise watch{dir}",
+        "不看了;你的进度留在 {folder} 里 —— 接着做:ink-py exercise watch{dir}",
+    ),
+    "watch_done": (
+        "all {total} exercises are green: you have written the article's pieces yourself. Well done!",
+        "{total} 个练习全部通过:文章里的这些代码,你都自己写了一遍。做得好!",
+    ),
+    "watch_too_many": (
+        "warning: {folder} holds more than {count} files; saves are seen among the first {count} only",
+        "warning: {folder} 里的文件超过 {count} 个;只看得到前 {count} 个文件的保存",
+    ),
     # ── the progress file ─────────────────────────────────────────────────────────────────
     "state_damaged": (
         "warning: {path} was damaged ({what}); what was wrong was reset, {where}",
