@@ -21,11 +21,11 @@ def listed(section: str, key: str) -> list[str]:
     return [line.strip() for line in SETUP[section][key].replace(",", "\n").splitlines() if line.strip()]
 
 
-def test_every_package_under_ink_py_is_listed_and_the_pages_come_from_the_top():
+def test_every_package_under_ink_py_is_listed_and_the_data_comes_from_the_top():
     packages = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "ink_py").rglob("__init__.py")}
-    assert set(listed("options", "packages")) == packages | {"ink_py.pages"}
-    assert listed("options", "package_dir") == ["ink_py.pages = ."]
-    assert sorted(p.name for p in ROOT.glob("*.py")) == []  # each would be shipped as ink_py/pages/<name>.py
+    assert set(listed("options", "packages")) == packages | {"ink_py.fixtures", "ink_py.pages"}
+    assert listed("options", "package_dir") == ["ink_py.fixtures = fixtures", "ink_py.pages = ."]
+    assert sorted(p.name for p in [*ROOT.glob("*.py"), *(ROOT / "fixtures").glob("*.py")]) == []  # would be modules
 
 
 def test_every_page_a_command_names_is_shipped():

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..installed import pip_install
 from .catalogue import EXERCISES, ExerciseError, reading, title
 from .language import course_language, label, say
 from .places import CHECKS_DIR, CHECKS_INI, PACKAGE_DIR, SOURCE_ROOT, whole_suite_tests
@@ -122,7 +123,7 @@ def run_tests(folder: Path, number: int | None, progress: Progress | None = None
     try:
         import pytest  # noqa: F401  # only to say clearly that it is missing
     except ImportError:
-        raise ExerciseError(say("needs_pytest")) from None
+        raise ExerciseError(say("needs_pytest", install=pip_install("test"))) from None
     if number is None and whole_suite_tests() is None:
         raise ExerciseError(say("suite_needs_tests"))
     with tempfile.TemporaryDirectory() as scratch:
