@@ -17,10 +17,12 @@ import configparser
 import email
 import os
 import re
+import site
 import subprocess
 import sys
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -91,6 +93,24 @@ def test_the_install_hint_fits_where_the_package_sits(tmp_path, setup_cfg, from_
 
 def test_this_checkout_is_its_source():
     assert in_its_source() and pip_install("test") == "pip install -e '.[test]'"
+
+
+@pytest.mark.parametrize("where", ["site-packages", "PYTHONPATH", "a checkout"])
+def test_a_check_runs_the_checks_of_the_ink_py_that_started_it(monkeypatch, tmp_path, where):
+    """``check``'s child pytest imports the ink_py whose checks it runs: one found where every Python here
+    looks is left to be found; a checkout's is put first, also when this process has the checkout on its
+    sys.path behind another folder (a copy's import puts its own first), as the sdist's tests run it next
+    to the installed sdist."""
+    from ink_py.course import checker
+
+    homes = {"site-packages": Path(site.getsitepackages()[0]), "PYTHONPATH": tmp_path / "target"}
+    home = homes.get(where, tmp_path / "clone")
+    monkeypatch.setattr(checker, "PACKAGE_DIR", home / "ink_py")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "target"))
+    monkeypatch.syspath_prepend(str(home))  # python -m pytest from the checkout
+    monkeypatch.syspath_prepend(str(tmp_path / "copy_parent"))  # then a copy imported by its folder
+    first = checker.child_environment()["PYTHONPATH"].split(os.pathsep)[0]
+    assert first == str(home if where == "a checkout" else tmp_path / "target")
 
 
 # ── the sdist and the wheel, built ───────────────────────────────────────────────────────

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import site
 import sys
 import tempfile
 from pathlib import Path
@@ -107,10 +108,14 @@ def pytest_arguments(folder: Path, number: int | None) -> list[str]:
 
 
 def child_environment() -> dict[str, str]:
-    """The child pytest's environment: this one, and this ink_py first on its path if Python would not find it."""
+    """The child pytest's environment: this one, and this ink_py first on its path unless the child finds it
+    where every Python of this environment looks (site-packages, the user's, PYTHONPATH) — not this
+    process's sys.path, which pytest and the copies' imports change. From a checkout beside a
+    non-editable install (the sdist unpacked and installed), the child must not import the installed copy."""
     env = dict(os.environ)
     home = PACKAGE_DIR.parent
-    if home not in [Path(entry or ".").resolve() for entry in sys.path[1:]]:  # [0]: this process's own folder
+    looked_in = [*site.getsitepackages(), site.getusersitepackages(), *env.get("PYTHONPATH", "").split(os.pathsep)]
+    if home not in {Path(entry).resolve() for entry in looked_in if entry}:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(home), env.get("PYTHONPATH", "")) if p)
     return env
 
