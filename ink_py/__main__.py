@@ -11,6 +11,7 @@ Beyond Ink, what every command gets here, once, before it runs:
 - A reader that closes the pipe early (``ink-py demo --list | head -1``) ends the command
   quietly, with a shell's status for a pipe closed on it (``reader_gone``).
 - Run before ``pip install``, a missing dependency is one line naming the install command (installed.py).
+- A first argument ``--`` is skipped: pdb passes it on (``python -m pdb -m ink_py -- --scenario …``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _quit_at_once)  # first: before the imports below take their 0.1 s
         tolerant_streams()
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--"]:  # beyond Ink: pdb passes it on (`python -m pdb -m ink_py -- --flags`)
+        argv = argv[1:]
     try:
         try:
             from . import cli
