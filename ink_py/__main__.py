@@ -22,8 +22,6 @@ import os
 import signal
 import sys
 
-from .installed import in_its_source, pip_install
-
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s yes
 DEPENDENCIES = ("requests", "urllib3")  # the runtime's only ones (setup.cfg install_requires)
@@ -51,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError as err:  # `python -m ink_py` in a checkout before the install, or --no-deps
             if (err.name or "").split(".")[0] not in DEPENDENCIES:
                 raise
+            from .installed import in_its_source, pip_install  # here: nothing before the Ctrl-C handler
+
             how = FROM_THE_CHECKOUT if in_its_source() else f"with {pip_install()}"
             print(f"error: {INSTALL_HINT.format(name=err.name, how=how)}", file=sys.stderr)
             return 1
