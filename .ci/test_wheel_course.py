@@ -1,9 +1,10 @@
 """The course from a wheel, in an empty folder, as a student gets it (issue 35 item 1).
 
-The wheel is built from a copy of this checkout (``pip wheel --no-deps --no-build-isolation``: this
-venv's setuptools, no network for the build), installed with pytest and Hypothesis in a fresh venv,
-and the course is run from an empty folder: start 1, check 1 (red: the stub), the reference's code
-in the stub, check 1 (green), hint, diff, report, ``pytest --impl my_ink -m ex1``, and
+The wheel is built as ``python -m build`` builds it (tests/builds.py: this venv's setuptools, no network
+for the build), installed with pytest and Hypothesis in a fresh venv, and the course is run from an
+empty folder: start 1, check 1 (red: the stub), the reference's code in the stub, check 1 (green), the
+demo on the copy (``python -m my_ink demo``: the copy reads the wheel's fixtures), hint, diff, report,
+``pytest --impl my_ink -m ex1``, and
 ``check --all --whole-suite`` (one line: a wheel has no whole suite). Every path a command prints
 exists; nothing is written into site-packages. It takes a minute (a venv, an install, several
 pytest runs), so it is a step of .ci/run of its own, not part of the README's test command.
@@ -13,34 +14,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.test_exercises: the reference's code put back into a stub
 
+from tests.builds import build  # noqa: E402
 from tests.test_exercises import put_back  # noqa: E402
-
-LEFT_OUT = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "node_modules", ".*")
-
-
-def can_build_a_wheel() -> bool:
-    try:
-        import setuptools.command.bdist_wheel  # noqa: F401  # setuptools >= 70.1
-    except ImportError:
-        try:
-            import wheel  # noqa: F401
-        except ImportError:
-            return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not can_build_a_wheel(), reason="building a wheel needs: pip install wheel")
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], code: int | None = 0) -> str:
@@ -62,12 +45,7 @@ def tree(folder: Path) -> set[str]:
 
 
 def test_the_course_works_from_a_wheel_in_an_empty_folder(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    shutil.copytree(ROOT, source, ignore=LEFT_OUT)
-    dist = tmp_path / "dist"
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    subprocess.run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(source)], check=True)
-    [wheel] = dist.glob("ink_py-*.whl")
+    wheel = build(tmp_path / "build").wheel
 
     home = tmp_path / "venv"
     venv.create(home, with_pip=True)
@@ -89,6 +67,9 @@ def test_the_course_works_from_a_wheel_in_an_empty_folder(tmp_path: Path) -> Non
     put_back(work / "my_ink", 1)
     said.append(run(["ink-py", "exercise", "check", "1"], work, env))
     assert re.search(r"exercise 1 · parse-frame — all \d+ tests pass", said[-1])
+    demo = run([str(python), "-m", "my_ink", "demo", "--no-pause"], work, env)
+    assert "fixtures/article/readme.sse" in demo.splitlines()[0] and "来自你的副本 my_ink" in demo
+    assert not (work / "my_ink" / "fixtures").exists() and not (work / "my_ink" / "pages").exists()
     said.append(run(["ink-py", "exercise", "hint", "1"], work, env))
     said.append(run(["ink-py", "exercise", "diff", "1"], work, env))
     said.append(run(["ink-py", "exercise", "report"], work, env))

@@ -10,7 +10,8 @@ Beyond Ink, what every command gets here, once, before it runs:
   replaced, not fatal (``tolerant_streams``); input that is not UTF-8 arrives as U+FFFD.
 - A reader that closes the pipe early (``ink-py demo --list | head -1``) ends the command
   quietly, with a shell's status for a pipe closed on it (``reader_gone``).
-- Run before ``pip install``, a missing dependency is one line naming the install command.
+- Run before ``pip install``, a missing dependency is one line naming the install command (installed.py).
+- A first argument ``--`` is skipped: pdb passes it on (``python -m pdb -m ink_py -- --scenario …``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ import sys
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s yes
 DEPENDENCIES = ("requests", "urllib3")  # the runtime's only ones (setup.cfg install_requires)
-INSTALL_HINT = (
-    "ink_py needs {name}, which this Python does not have: install ink_py first, from the checkout — "
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e ."
-)
+INSTALL_HINT = "ink_py needs {name}, which this Python does not have: install ink_py first, {how}"
+FROM_THE_CHECKOUT = "from the checkout — python3 -m venv .venv && . .venv/bin/activate && pip install -e ."
 
 
 def _quit_at_once(signum: int, frame: object) -> None:
@@ -41,14 +40,19 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _quit_at_once)  # first: before the imports below take their 0.1 s
         tolerant_streams()
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--"]:  # beyond Ink: pdb passes it on (`python -m pdb -m ink_py -- --flags`)
+        argv = argv[1:]
     try:
         try:
             from . import cli
             from .arguments import COMMANDS
-        except ModuleNotFoundError as err:  # `python -m ink_py` in a checkout, before the install
+        except ModuleNotFoundError as err:  # `python -m ink_py` in a checkout before the install, or --no-deps
             if (err.name or "").split(".")[0] not in DEPENDENCIES:
                 raise
-            print(f"error: {INSTALL_HINT.format(name=err.name)}", file=sys.stderr)
+            from .installed import in_its_source, pip_install  # here: nothing before the Ctrl-C handler
+
+            how = FROM_THE_CHECKOUT if in_its_source() else f"with {pip_install()}"
+            print(f"error: {INSTALL_HINT.format(name=err.name, how=how)}", file=sys.stderr)
             return 1
 
         if as_program:

@@ -23,13 +23,13 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import requests
 
+from . import __version__
 from .arguments import COMMANDS, CliParser, UsageError, encodable_text, positive_int
 from .atomic import ReplacedWhenClosed
 from .core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
@@ -98,7 +98,7 @@ def build_parser(prog: str = "ink-py", description: str = "", epilog: str = "", 
             default=DEFAULT_PROMPT,
             help=f"what to ask (default: {DEFAULT_PROMPT})",
         )
-    parser.add_argument("--version", action="version", version=f"ink-py {package_version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"ink-py {__version__}")  # as python -V
     add_endpoint_arguments(parser.add_argument_group("endpoint (default: the built-in scripted model)"))
     run = parser.add_argument_group("the run")
     run.add_argument("--workspace", default=".", help="folder the read tool may read (default: current directory)")
@@ -240,13 +240,6 @@ def main(argv: list[str] | None = None) -> int:
 def print_error(message: str) -> None:
     """The one ``error: …`` line, red on a terminal (like the other error lines)."""
     print(paint(f"error: {terminal_safe(message)}", "31", wants_colour(sys.stderr)), file=sys.stderr)  # beyond Ink
-
-
-def package_version() -> str:
-    try:
-        return metadata.version("ink_py")
-    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "(not installed)"
 
 
 def check_base_url(url: str, variable: str | None = None) -> str:

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import ink_py as ink_py_package
 from ink_py.course.checks.fake_server import FakeModelServer, Reply
 from ink_py.course.checks.helpers import fixture_bytes, sse, text_reply, tool_reply
 
@@ -299,7 +300,26 @@ def test_help_names_the_exit_codes_and_the_delay_setting(workspace):
 
 def test_version_names_the_program_and_its_version(workspace):
     done = ink_py("--version", cwd=workspace)
-    assert done.returncode == 0 and done.stdout.startswith("ink-py ") and done.stdout.strip() != "ink-py"
+    assert done.returncode == 0 and done.stdout == f"ink-py {ink_py_package.__version__}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "first_line"),
+    [
+        (["-V"], f"ink-py {ink_py_package.__version__}"),  # as python -V
+        (["--", "-V"], f"ink-py {ink_py_package.__version__}"),  # what pdb passes on: python -m pdb -m ink_py -- -V
+        (["--", "demo", "--list"], "readme"),
+        (["chat", "--version"], f"ink-py {ink_py_package.__version__}"),
+    ],
+)
+def test_a_first_double_dash_is_skipped_and_minus_v_is_the_version(capsys, argv, first_line):
+    from ink_py.__main__ import main
+
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's version action
+        code = stop.code
+    assert code == 0 and capsys.readouterr().out.splitlines()[0].startswith(first_line)
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ def absent(driver: str) -> str:
         missing = [p for p in NEEDS[driver] if not (JS / "node_modules" / p / "package.json").is_file()]
         return f"needs npm's {', '.join(missing)}: `npm ci --prefix tests/js` (.ci/run does)" if missing else ""
     missing = [m for m in NEEDS[driver] if importlib.util.find_spec(m) is None]
-    return f"needs {', '.join(missing)}: pip install -e '.[ci]'" if missing else ""
+    return f"needs {', '.join(missing)}: pip install -r .ci/requirements.txt" if missing else ""
 
 
 # ── what each client calls the three endings, and what it does with the two faults ─────

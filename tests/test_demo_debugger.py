@@ -51,7 +51,7 @@ def test_a_debuggers_breakpoint_in_assemble_stream_still_stops_during_the_demo(c
 
 def test_a_debugpy_breakpoint_in_assemble_stream_stops_the_launch_json_demo():
     """What .vscode/launch.json's "ink-py demo readme (no pause)" does, driven over DAP without VS Code."""
-    pytest.importorskip("debugpy", reason="needs debugpy, the VS Code debugger (pip install -e '.[ci]')")
+    pytest.importorskip("debugpy", reason="needs debugpy, the VS Code debugger (pip install -r .ci/requirements.txt)")
     number, _ = source_line(openai_completions.assemble_stream, "text_parts.append(content)")
     with socket.socket() as probe:  # a free port for debugpy to listen on
         probe.bind(("127.0.0.1", 0))

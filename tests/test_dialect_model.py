@@ -139,7 +139,8 @@ def test_a_body_that_is_not_json_gets_the_dialects_error_shape(server):
 
 
 def test_the_anthropic_package_gets_a_tool_use_for_read(server):
-    anthropic = pytest.importorskip("anthropic", reason="needs the anthropic package (pip install -e '.[ci]')")
+    reason = "needs the anthropic package (pip install -r .ci/requirements.txt)"
+    anthropic = pytest.importorskip("anthropic", reason=reason)
     client = anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key="unused", max_retries=0)
     tools = [{"name": "read", "description": READ_TOOL["description"], "input_schema": READ_TOOL["parameters"]}]
     messages: list[dict[str, Any]] = [{"role": "user", "content": "读取 README.md,告诉我项目怎样启动"}]
@@ -160,7 +161,7 @@ def test_the_anthropic_package_gets_a_tool_use_for_read(server):
 
 
 def test_the_openai_package_streams_a_responses_function_call(server):
-    openai = pytest.importorskip("openai", reason="needs the openai package (pip install -e '.[ci]')")
+    openai = pytest.importorskip("openai", reason="needs the openai package (pip install -r .ci/requirements.txt)")
     client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
     tools = [{"type": "function", **READ_TOOL}]
     with client.responses.stream(

@@ -335,7 +335,7 @@ def test_models_bad_json_and_unknown_paths(serve: Callable[..., ModelServer]) ->
 
 
 def test_the_openai_package_streams_a_tool_call_and_an_answer(serve: Callable[..., ModelServer]) -> None:
-    openai = pytest.importorskip("openai", reason="needs the openai package (pip install -e '.[ci]')")
+    openai = pytest.importorskip("openai", reason="needs the openai package (pip install -r .ci/requirements.txt)")
     server = serve()
     client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
     messages: list[dict[str, Any]] = [{"role": "user", "content": "读取 README.md,告诉我项目怎样启动"}]

@@ -5,13 +5,18 @@ The README task on the built-in model reaches §2.1's moment at the first ``c`` 
 call's event, no event cut yet), then the second read, the fragments ``{"path":"REA`` and ``DME.md"}``,
 each turn's message_end and the read — eight stops, every one on the main thread, as the table says.
 With two calls in one reply (``--scenario interleaved``) the tools run on worker threads, where pdb
-does not stop; ``--serial-tools`` brings them back to the main thread. Every run has a time limit.
+does not stop; ``--serial-tools`` brings them back to the main thread: that command is run as the
+section writes it, ``--`` before ink-py's flags (Python 3.13.0's pdb refuses them otherwise; the other
+versions pass the ``--`` on, and ink-py skips it). So is the §2.1 test's ``pytest --trace`` line. Every
+run has a time limit.
 """
 
 import ast
 import re
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 from .helpers import ROOT, cli_env
 from .test_walkthrough import PDB_SECTION, pdb_breakpoints
@@ -35,15 +40,25 @@ STOPS = [
 ]
 
 
+def as_written(command: str) -> list[str]:
+    """A command of the section, to run: ``python`` and ``pytest`` are this venv's."""
+    program, *args = shlex.split(command)
+    return [sys.executable, *args] if program == "python" else [str(Path(sys.executable).parent / program), *args]
+
+
 def run_pdb(args: list[str], commands: list[str], timeout: float = 120) -> tuple[list[tuple[str, int]], list]:
     """``python -m pdb -m ink_py ARGS`` fed ``commands``, then ``q``: the stops (file, line) and what each printed."""
+    return run_debugger(as_written(shlex.join(["python", "-m", "pdb", "-m", "ink_py", *args])), commands, timeout)
+
+
+def run_debugger(argv: list[str], commands: list[str], timeout: float = 120) -> tuple[list[tuple[str, int]], list]:
     done = subprocess.run(
-        [sys.executable, "-m", "pdb", "-m", "ink_py", *args],
+        argv,
         input="\n".join([*commands, "q", ""]),
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=cli_env(INK_SCRIPTED_DELAY="0"),
+        env=cli_env(INK_SCRIPTED_DELAY="0", PYTEST_ADDOPTS="-p no:cacheprovider"),
         timeout=timeout,
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
@@ -96,5 +111,17 @@ def test_with_two_calls_the_reads_stop_only_when_they_run_on_the_main_thread():
     commands = [read_breakpoint(), "c", probe("path"), "c", probe("path"), "c"]
     stops, printed = run_pdb(["--scenario", "interleaved"], commands)
     assert not any(path.endswith("tools/read.py") for path, _ in stops) and printed == []
-    stops, printed = run_pdb(["--scenario", "interleaved", "--serial-tools"], commands)
+    [serial] = re.findall(r"`(python -m pdb -m ink_py -- [^`]+)`", PDB_SECTION)
+    assert serial == "python -m pdb -m ink_py -- --scenario interleaved --serial-tools"
+    stops, printed = run_debugger(as_written(serial), commands)
     assert [entry[1:] for entry in printed] == [("MainThread", "README.md"), ("MainThread", "package.json")]
+
+
+def test_the_parse_sse_test_stops_where_the_section_says():
+    """``pytest --trace …`` stops at the test's first line; the section's breakpoint then stops in
+    parse_sse as the test's one event is cut from its read."""
+    [command] = re.findall(r"`(pytest --trace [^`]+)`", PDB_SECTION)
+    [(path, number)] = re.findall(r"\(Pdb\) break (ink_py/[\w/]+\.py):(\d+)`", PDB_SECTION)
+    stops, printed = run_debugger(as_written(command), [f"break {path}:{number}", "c", probe("buffer[start:sep]"), "c"])
+    assert stops == [("ink_py/course/checks/test_parse_sse.py", stops[0][1]), (path, int(number))], stops
+    assert printed == [("@@", "MainThread", 'data: {"a": 1}')]

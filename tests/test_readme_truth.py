@@ -1,6 +1,7 @@
 """The READMEs are true: every flag they show exists on its command, and their sample output
 is what the program prints now (issue 22, items 3 and 9). The same holds for the docs/ pages the
-READMEs' details moved to when they were cut to a reader's length (issue 18, item 7): ``DOCS``.
+READMEs' details moved to when they were cut to a reader's length (issue 18, item 7), and for what a
+package index shows (docs/index-page.md): ``DOCS``.
 
 Flags: each ``ink-py …`` command line (``sh`` blocks, inline code, the usage block; a
 comment's ``--flag`` too, as in ``# add --base-url URL``) names its command, and every
@@ -27,7 +28,7 @@ import pytest
 from .helpers import ROOT, cli_env
 
 READMES = {"en": ROOT / "README.md", "zh": ROOT / "README.zh-CN.md"}
-DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("usage", "dialects", "second-article")}
+DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("usage", "dialects", "second-article", "index-page")}
 COMMAND_WORDS = ("ink-py", "python", "pip", "pytest", "curl", "printf", "export", ".ci/")
 NOT_INK_PY = {"--impl"}  # pytest's option (ink_py/course/impl_option.py), named in the exercises section
 _HEADING = re.compile(r"^#{2,3} ", re.MULTILINE)

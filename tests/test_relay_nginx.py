@@ -8,7 +8,7 @@ heads cost nginx, not gunicorn's threads (the page answers), and are closed at
 ``client_header_timeout`` however steadily they trickle; a 4 MiB request line stops at nginx
 (414) while a long question passes to the relay; ``limit_conn`` answers 429 past its count of
 open streams; a reader that never reads is dropped by ``send_timeout``. Skips, saying why, when
-nginx or gunicorn is not installed (``apt-get install nginx``; ``pip install -e '.[ci]'``).
+nginx or gunicorn is not installed (``apt-get install nginx``; ``pip install -r .ci/requirements.txt``).
 """
 
 from __future__ import annotations

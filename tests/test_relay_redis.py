@@ -44,7 +44,7 @@ from .test_relay import README, README_QUESTION
 from .test_relay_wsgi import COMMANDS, Served
 
 MISSING = NEEDS_REDIS or (
-    "needs gunicorn (pip install -e '.[ci]')" if importlib.util.find_spec("gunicorn") is None
+    "needs gunicorn (pip install -r .ci/requirements.txt)" if importlib.util.find_spec("gunicorn") is None
     else "gunicorn does not run on Windows" if sys.platform == "win32" else None
 )  # fmt: skip
 # A mark, not a module-level skip: a run that deselects these tests (pytest -m ex1) does not report them.

@@ -8,7 +8,7 @@ a reader that never reads is dropped after ``INK_SEND_TIMEOUT`` (and ``ink-py se
 them), so its thread serves others; a foreign Origin or Host gets 403; bad input is refused
 before any model is asked and no error shows the key; with ``gunicorn -w 2`` and
 ``INK_SESSION_DB`` a conversation's follow-ups see its history whichever worker answers.
-Skips, saying why, when gunicorn or waitress is not installed (``pip install -e '.[ci]'``);
+Skips, saying why, when gunicorn or waitress is not installed (``pip install -r .ci/requirements.txt``);
 gunicorn does not run on Windows.
 """
 
@@ -67,7 +67,7 @@ LISTENING = re.compile(r"(?:Listening at|Serving on):? http://127\.0\.0\.1:(\d+)
 
 def needs(server: str) -> None:
     if importlib.util.find_spec(server) is None:
-        pytest.skip(f"needs {server} (pip install {server}, or pip install -e '.[ci]')")
+        pytest.skip(f"needs {server} (pip install {server}, or pip install -r .ci/requirements.txt)")
     if server == "gunicorn" and sys.platform == "win32":
         pytest.skip("gunicorn does not run on Windows")
 

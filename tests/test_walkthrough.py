@@ -227,4 +227,4 @@ def test_the_recipe_says_truly_which_breakpoints_fire_in_the_readme_task(monkeyp
     finally:
         sys.settrace(previous)
     assert debugger.hits == {(path, number): 1}  # the §2.1 test: one frame cut
-    assert "python -m pdb -m pytest -s" in PDB_SECTION
+    assert "pytest --trace ink_py/course/checks/test_parse_sse.py" in PDB_SECTION

@@ -20,11 +20,13 @@ import json
 import os
 import re
 import shlex
+import site
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..installed import pip_install
 from .catalogue import EXERCISES, ExerciseError, reading, title
 from .language import course_language, label, say
 from .places import CHECKS_DIR, CHECKS_INI, PACKAGE_DIR, SOURCE_ROOT, whole_suite_tests
@@ -106,10 +108,14 @@ def pytest_arguments(folder: Path, number: int | None) -> list[str]:
 
 
 def child_environment() -> dict[str, str]:
-    """The child pytest's environment: this one, and this ink_py first on its path if Python would not find it."""
+    """The child pytest's environment: this one, and this ink_py first on its path unless the child finds it
+    where every Python of this environment looks (site-packages, the user's, PYTHONPATH) — not this
+    process's sys.path, which pytest and the copies' imports change. From a checkout beside a
+    non-editable install (the sdist unpacked and installed), the child must not import the installed copy."""
     env = dict(os.environ)
     home = PACKAGE_DIR.parent
-    if home not in [Path(entry or ".").resolve() for entry in sys.path[1:]]:  # [0]: this process's own folder
+    looked_in = [*site.getsitepackages(), site.getusersitepackages(), *env.get("PYTHONPATH", "").split(os.pathsep)]
+    if home not in {Path(entry).resolve() for entry in looked_in if entry}:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(home), env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -122,7 +128,7 @@ def run_tests(folder: Path, number: int | None, progress: Progress | None = None
     try:
         import pytest  # noqa: F401  # only to say clearly that it is missing
     except ImportError:
-        raise ExerciseError(say("needs_pytest")) from None
+        raise ExerciseError(say("needs_pytest", install=pip_install("test"))) from None
     if number is None and whole_suite_tests() is None:
         raise ExerciseError(say("suite_needs_tests"))
     with tempfile.TemporaryDirectory() as scratch:

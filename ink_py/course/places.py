@@ -22,6 +22,7 @@ SOURCE_ROOT = PACKAGE_DIR.parent  # a source checkout: tests/, setup.cfg and the
 CHECKS_DIR = PACKAGE_DIR / "course" / "checks"
 CHECKS_INI = CHECKS_DIR / "checks.ini"
 PAGES_DIR = PACKAGE_DIR / "pages"  # setup.cfg: package_dir ink_py.pages = . (the top of the source)
+FIXTURES_DIR = PACKAGE_DIR / "fixtures"  # a wheel's (ink_py.fixtures = fixtures): ink_py/scripted/scenarios.py reads it
 
 
 def project_page(relative: str) -> Path:

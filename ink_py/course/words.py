@@ -259,7 +259,7 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "run: ink-py exercise start {n}{dir}",
         "练习 {n} 在 {folder} 里还没开始(那里的代码还是参考实现的)—— 运行:ink-py exercise start {n}{dir}",
     ),
-    "needs_pytest": ("the checks need pytest: pip install -e '.[test]'", "检查要用 pytest:pip install -e '.[test]'"),
+    "needs_pytest": ("the checks need pytest: {install}", "检查要用 pytest:{install}"),
     "could_not_run": ("the tests could not run: {tail}", "测试没能运行:{tail}"),
     "could_not_run_exit": (
         "the tests could not run (pytest exit {code}): {tail}",

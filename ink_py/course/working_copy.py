@@ -23,7 +23,7 @@ from pathlib import Path
 from ..atomic import write_new_text_atomically, write_text_atomically
 from .catalogue import EXERCISES, ExerciseError, Region, reading, title
 from .language import columns, course_language, say
-from .places import CHECKS_DIR, PACKAGE_DIR, PAGES_DIR
+from .places import CHECKS_DIR, FIXTURES_DIR, PACKAGE_DIR, PAGES_DIR
 from .state import MADE_BY, STATE_FILE, is_working_copy, load_state, now, save_state
 from .stubs import (
     body_of,
@@ -51,9 +51,10 @@ def check_copy_name(folder: Path) -> None:
 
 def left_out(directory: str, names: list[str]) -> set[str]:
     """What the copy leaves out: bytecode, a progress file, and what is the reference's, not the code —
-    its checks (they test the copy from the package) and its pages (a wheel's ink_py/pages/)."""
+    its checks (they test the copy from the package), its pages and its fixtures (a wheel's ink_py/pages/
+    and ink_py/fixtures/: the copy reads the reference's)."""
     skipped = {name for name in names if name in ("__pycache__", STATE_FILE) or name.endswith(".pyc")}
-    return skipped | {name for name in names if Path(directory, name) in (CHECKS_DIR, PAGES_DIR)}
+    return skipped | {name for name in names if Path(directory, name) in (CHECKS_DIR, PAGES_DIR, FIXTURES_DIR)}
 
 
 def make_copy(folder: Path) -> None:

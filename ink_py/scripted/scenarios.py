@@ -8,9 +8,15 @@ every field its dialect's provider adds: ``turn.py``).
 
 from __future__ import annotations
 
-import sys
+import functools
+from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import TypedDict
+
+from ..installed import in_its_source, pip_install
+
+PACKAGE = (__package__ or "ink_py").partition(".")[0]  # "ink_py", or a course copy's own name (my_ink)
 
 
 class Scenario(TypedDict):
@@ -66,28 +72,32 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+@functools.cache
 def fixtures_dir() -> Path:
-    """``fixtures/`` of the source checkout, or the copy a regular install puts in <prefix>/share."""
-    for candidate in (
-        Path(__file__).resolve().parents[2] / "fixtures",
-        Path(sys.prefix) / "share" / "ink_py" / "fixtures",
-        *reference_fixtures(),  # a course copy (my_ink) outside the checkout: the reference's
-    ):
-        if (candidate / "article").is_dir():
-            return candidate
-    raise FileNotFoundError("ink_py's fixtures/ folder was not found (reinstall with: pip install -e .)")
+    """``fixtures/``, wherever this package was installed from or to.
+
+    A wheel carries it inside the package (setup.cfg maps ``ink_py.fixtures`` onto the checkout's
+    top-level ``fixtures/``), read through ``importlib.resources`` — a venv, ``--user``, ``--target``
+    and ``--prefix`` alike; a checkout, its editable install and the sdist unpacked keep it beside the
+    package. A course copy (my_ink) has none of its own: the installed reference's is read.
+    """
+    for package in dict.fromkeys((PACKAGE, "ink_py")):
+        for candidate in shipped_or_beside(package):
+            if (candidate / "article").is_dir():
+                return candidate
+    raise FileNotFoundError(f"ink_py's fixtures/ folder was not found (reinstall with: {pip_install(reinstall=True)})")
 
 
-def reference_fixtures() -> list[Path]:
-    """Where the installed reference keeps its fixtures — located, never imported."""
-    import importlib.util
-
+def shipped_or_beside(package: str) -> Iterator[Path]:
+    """``package``'s own ``fixtures/`` (a wheel's), then the one at the top of its source checkout."""
     try:
-        spec = importlib.util.find_spec("ink_py")
-    except (ImportError, ValueError):
-        return []
-    origin = spec.origin if spec is not None else None
-    return [Path(origin).resolve().parents[1] / "fixtures"] if origin else []
+        root = resources.files(package)
+    except ImportError:  # a course copy run where the reference is not installed
+        return
+    if isinstance(root, Path):  # (a zipped install's could not be read as files)
+        yield root / "fixtures"
+        if in_its_source(root):
+            yield root.parent / "fixtures"
 
 
 def fixture_path(name: str) -> Path:

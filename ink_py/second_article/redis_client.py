@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..arguments import UsageError
+from ..installed import pip_install
 from ..terminal import first_line
 from .guards import BadRequest
 from .runs import StoreError
@@ -27,7 +28,6 @@ from .runs import StoreError
 REDIS_TIMEOUT_SECONDS = 3.0  # any one Redis command (a reader's blocking read waits far less)
 REDIS_CONNECT_SECONDS = 2.0
 REDIS_CONNECTIONS = 1000  # per process: each reader waiting for events holds one (XREAD BLOCK, at most 0.25 s)
-INSTALL_REDIS = "pip install -e '.[redis]'"
 FULL_RETRY_SECONDS = 30  # Retry-After when Redis is full: memory frees as answers expire (INK_RUN_TTL)
 FULL = "the relay's store is full: new questions are refused for now (answers already running go on)"
 NEW = "#!lua\n"  # a script that starts something: Redis over maxmemory refuses it whole
@@ -43,7 +43,7 @@ def connect_redis(url: str) -> Any:
         from redis.backoff import ExponentialWithJitterBackoff
         from redis.retry import Retry
     except ImportError:
-        raise UsageError(f"a Redis URL needs redis-py: {INSTALL_REDIS}") from None
+        raise UsageError(f"a Redis URL needs redis-py: {pip_install('redis')}") from None
     shown = redacted(url)
     try:
         pool = redis.BlockingConnectionPool.from_url(  # beyond a bound, a caller waits for a free connection
