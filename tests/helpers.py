@@ -1,10 +1,12 @@
-"""Helpers the tests share: fixture bytes, byte splits, streamed replies, a scripted provider."""
+"""Helpers the tests share: fixture bytes, byte splits, streamed replies, a scripted provider, Ctrl-C for children."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,26 @@ def cli_env(**extra: str) -> dict[str, str]:
         if k not in (*ENDPOINT_SETTINGS, "NO_COLOR") and not k.startswith("ANTHROPIC_")
     }
     return {**env, "PYTHONPATH": str(ROOT), **extra}
+
+
+@contextmanager
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """Children started meanwhile take SIGINT at its default disposition, as a terminal's foreground job.
+
+    For every test that sends a child Ctrl-C. pytest started from a script's background job runs with
+    SIGINT ignored, and so would each child: a program started with SIGINT ignored keeps it so (POSIX's
+    convention; Python, the shell's traps and ink-py follow it), and the test's Ctrl-C would do nothing.
+    Meanwhile this process handles SIGINT by doing nothing — still deaf to Ctrl-C — and exec resets a
+    handled signal to its default, where an ignored one stays ignored. Main thread only (signal.signal).
+    """
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield  # pytest's KeyboardInterrupt handler, or the default: a child starts at the default already
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def fixture_bytes(name: str) -> bytes:

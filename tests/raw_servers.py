@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 
 INK_PY = [sys.executable, "-m", "ink_py"]
 
@@ -67,7 +67,8 @@ def run_measured(
     peak_kib = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        with ctrl_c_reaches_children():
+            process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         killed = False
         signalled_at: float | None = None
         deadline = start + timeout

@@ -3,8 +3,10 @@
 A SIGINT during the imports, at any later moment, while connecting, while waiting for the
 response headers, in a long pause mid-reply, and in the built-in model's abort scenario;
 and the rule that makes it reliable with helper threads: SIGINT is blocked in every thread
-ink_py starts, so it always lands on the main thread. Each run is a child process under a
-time limit; servers are raw sockets on 127.0.0.1 (tests/raw_servers.py).
+ink_py starts, so it always lands on the main thread. Started with SIGINT ignored (a script's
+``ink-py … &``), ink-py leaves it ignored; a test that sends a child Ctrl-C starts it at the
+default (``ctrl_c_reaches_children``) even when pytest itself runs so. Each run is a child
+process under a time limit; servers are raw sockets on 127.0.0.1 (tests/raw_servers.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,7 +29,7 @@ from ink_py.provider.transport import post_json_with_retry
 from ink_py.scripted.server import start_model_server
 
 from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import cli_env, fixture_bytes, text_reply
+from .helpers import cli_env, ctrl_c_reaches_children, fixture_bytes, text_reply
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, ink_py_against, run_measured, silent_server
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps and status")
@@ -161,14 +165,15 @@ def test_ctrl_c_during_a_long_pause_aborts_the_turn_and_names_it(workspace: Path
     with FakeModelServer(
         [Reply(parts=[first, pause, b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'])]
     ) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
-            cwd=workspace,
-            env=cli_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        with ctrl_c_reaches_children():
+            process = subprocess.Popen(
+                [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
+                cwd=workspace,
+                env=cli_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         first_text = process.stdout.read(len("我先读一下 README。"))  # the first event reached the user
         process.send_signal(signal.SIGINT)
         try:
@@ -183,8 +188,9 @@ def test_ctrl_c_during_a_long_pause_aborts_the_turn_and_names_it(workspace: Path
     assert "— m · 1 turn · in 0 / out 0 tokens (aborted during turn 1: that reply was not kept)" in stderr
 
 
-def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly(workspace: Path) -> None:
-    process = subprocess.Popen(
+def the_abort_scenario(workspace: Path) -> subprocess.Popen[str]:
+    """``ink-py --scenario abort``: the model goes silent mid-call and waits for a Ctrl-C."""
+    return subprocess.Popen(
         [sys.executable, "-m", "ink_py", "--scenario", "abort"],
         cwd=workspace,
         env=cli_env(INK_SCRIPTED_DELAY="0"),
@@ -192,16 +198,28 @@ def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def until_the_call_streamed(process: subprocess.Popen[str]) -> str:
+    """What the abort scenario shows on stderr until its call began streaming and the model went silent."""
+    assert process.stderr is not None
+    shown = ""
+    while '{"path":"REA' not in shown:
+        piece = process.stderr.read(1)
+        assert piece, f"the run ended before the call streamed: {shown!r}"
+        shown += piece
+    return shown
+
+
+def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly(workspace: Path) -> None:
+    with ctrl_c_reaches_children():
+        process = the_abort_scenario(workspace)
     watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read below
     watchdog.start()
     try:
         notice = process.stderr.readline() + process.stderr.readline()  # before anything else happens
         assert "press Ctrl-C" in notice and "waiting for you" in notice
-        shown = ""
-        while '{"path":"REA' not in shown:  # the call began streaming, then the model went silent
-            piece = process.stderr.read(1)
-            assert piece, f"the run ended before the call streamed: {shown!r}"
-            shown += piece
+        until_the_call_streamed(process)
         process.send_signal(signal.SIGINT)
         _, rest = process.communicate(timeout=20)
     finally:
@@ -210,6 +228,62 @@ def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly
     assert process.returncode == 130
     assert "(aborted during turn 1: that reply was not kept)" in rest
     assert "finish_reason" not in rest and "error" not in rest  # never mistaken for a broken stream
+
+
+# ── started with Ctrl-C ignored: a script's background job ─────────────────────────────
+
+
+@contextmanager
+def sigint_ignored_in_children() -> Iterator[None]:
+    """Children started meanwhile inherit SIGINT ignored, as a script's ``command &`` does."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def sigint_disposition(status: str) -> tuple[bool, bool]:
+    """(ignored, caught) for SIGINT, from a /proc/<pid>/status text."""
+    bit = 1 << (signal.SIGINT - 1)
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return bool(int(fields["SigIgn"], 16) & bit), bool(int(fields["SigCgt"], 16) & bit)
+
+
+SHOWS_ITS_SIGINT = [  # Python started with SIGINT at the default installs its KeyboardInterrupt handler
+    sys.executable, "-c",
+    "import signal; h = signal.getsignal(signal.SIGINT); print('ignored' if h is signal.SIG_IGN else h.__name__)",
+]  # fmt: skip
+
+
+def test_the_helpers_that_send_a_child_ctrl_c_start_it_at_the_default_when_pytest_ignores_sigint() -> None:
+    with sigint_ignored_in_children():  # pytest as a script's background job: every child would ignore it
+        inherited = subprocess.run(SHOWS_ITS_SIGINT, capture_output=True, text=True, timeout=30).stdout
+        with ctrl_c_reaches_children():
+            helped = subprocess.run(SHOWS_ITS_SIGINT, capture_output=True, text=True, timeout=30).stdout
+            assert signal.getsignal(signal.SIGINT) not in (signal.SIG_DFL, signal.default_int_handler)  # still deaf
+        measured = run_measured(SHOWS_ITS_SIGINT).out
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # as this process had it
+    assert inherited == "ignored\n"  # what the helpers are for
+    assert helped == measured == "default_int_handler\n"
+
+
+@linux_only
+def test_started_with_sigint_ignored_ink_py_leaves_it_ignored(workspace: Path) -> None:
+    # POSIX: a program started with SIGINT ignored (a script's `ink-py … &`) keeps it so, and a
+    # Ctrl-C at the terminal stays the foreground's. Checked mid-run, under the runner's ctrl_c_aborts.
+    with sigint_ignored_in_children():
+        process = the_abort_scenario(workspace)
+    watchdog = threading.Timer(60, process.kill)  # a bound on the blocking reads below
+    watchdog.start()
+    try:
+        until_the_call_streamed(process)
+        ignored, caught = sigint_disposition(Path(f"/proc/{process.pid}/status").read_text())
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.communicate()
+    assert (ignored, caught) == (True, False)
 
 
 # ── the servers: ink-py serve, ink-py demo --web ────────────────────────────────────────
@@ -244,9 +318,10 @@ def test_a_ctrl_c_while_a_server_starts_a_handler_thread_stops_it(
     import urllib.request
 
     argv = [sys.executable, "-c", HELD_OPEN, *command, "--port", "0"]
-    process = subprocess.Popen(
-        argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(
+            argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
     watchdog = threading.Timer(60, process.kill)  # a bound on the blocking reads below
     watchdog.start()
     try:
