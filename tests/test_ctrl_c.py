@@ -18,8 +18,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -188,16 +188,29 @@ def test_ctrl_c_during_a_long_pause_aborts_the_turn_and_names_it(workspace: Path
     assert "— m · 1 turn · in 0 / out 0 tokens (aborted during turn 1: that reply was not kept)" in stderr
 
 
-def the_abort_scenario(workspace: Path) -> subprocess.Popen[str]:
-    """``ink-py --scenario abort``: the model goes silent mid-call and waits for a Ctrl-C."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "ink_py", "--scenario", "abort"],
-        cwd=workspace,
-        env=cli_env(INK_SCRIPTED_DELAY="0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+Started = Callable[[], AbstractContextManager[None]]  # how a child starts: Ctrl-C reaching it, or SIGINT ignored
+
+
+@contextmanager
+def the_abort_scenario(workspace: Path, sigint: Started) -> Iterator[subprocess.Popen[str]]:
+    """``ink-py --scenario abort``, started under ``sigint``: the model goes silent mid-call, waiting for a Ctrl-C."""
+    with sigint():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "--scenario", "abort"],
+            cwd=workspace,
+            env=cli_env(INK_SCRIPTED_DELAY="0"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read
+    watchdog.start()
+    try:
+        yield process
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.communicate()
 
 
 def until_the_call_streamed(process: subprocess.Popen[str]) -> str:
@@ -212,19 +225,12 @@ def until_the_call_streamed(process: subprocess.Popen[str]) -> str:
 
 
 def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly(workspace: Path) -> None:
-    with ctrl_c_reaches_children():
-        process = the_abort_scenario(workspace)
-    watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read below
-    watchdog.start()
-    try:
+    with the_abort_scenario(workspace, ctrl_c_reaches_children) as process:
         notice = process.stderr.readline() + process.stderr.readline()  # before anything else happens
         assert "press Ctrl-C" in notice and "waiting for you" in notice
         until_the_call_streamed(process)
         process.send_signal(signal.SIGINT)
         _, rest = process.communicate(timeout=20)
-    finally:
-        watchdog.cancel()
-        process.kill()
     assert process.returncode == 130
     assert "(aborted during turn 1: that reply was not kept)" in rest
     assert "finish_reason" not in rest and "error" not in rest  # never mistaken for a broken stream
@@ -272,17 +278,9 @@ def test_the_helpers_that_send_a_child_ctrl_c_start_it_at_the_default_when_pytes
 def test_started_with_sigint_ignored_ink_py_leaves_it_ignored(workspace: Path) -> None:
     # POSIX: a program started with SIGINT ignored (a script's `ink-py … &`) keeps it so, and a
     # Ctrl-C at the terminal stays the foreground's. Checked mid-run, under the runner's ctrl_c_aborts.
-    with sigint_ignored_in_children():
-        process = the_abort_scenario(workspace)
-    watchdog = threading.Timer(60, process.kill)  # a bound on the blocking reads below
-    watchdog.start()
-    try:
+    with the_abort_scenario(workspace, sigint_ignored_in_children) as process:
         until_the_call_streamed(process)
         ignored, caught = sigint_disposition(Path(f"/proc/{process.pid}/status").read_text())
-    finally:
-        watchdog.cancel()
-        process.kill()
-        process.communicate()
     assert (ignored, caught) == (True, False)
 
 
