@@ -51,6 +51,7 @@ class BoundedServer(ThreadingHTTPServer):
         self._heads: dict[socket.socket, float] = {}  # connections still sending a head → deadline
         self._heads_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
+        self._closed = threading.Event()  # server_close(): the watchdog ends with the server
 
     @property
     def host_and_port(self) -> tuple[str, int]:
@@ -71,8 +72,7 @@ class BoundedServer(ThreadingHTTPServer):
             self._heads.pop(connection, None)
 
     def _watch_heads(self) -> None:
-        while True:
-            time.sleep(WATCHDOG_SECONDS)
+        while not self._closed.wait(WATCHDOG_SECONDS):
             now = time.monotonic()
             with self._heads_lock:
                 late = [conn for conn, deadline in self._heads.items() if deadline <= now]
@@ -83,6 +83,10 @@ class BoundedServer(ThreadingHTTPServer):
                     conn.shutdown(socket.SHUT_RDWR)  # the handler's blocked read returns at once
                 except OSError:
                     pass
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._closed.set()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
