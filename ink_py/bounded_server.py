@@ -46,12 +46,12 @@ class BoundedServer(ThreadingHTTPServer):
     request_queue_size = 128  # the listen backlog (socketserver's 5 drops a burst of browsers)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._closed = threading.Event()  # server_close() (a failed bind calls it too): the watchdog ends
         super().__init__(*args, **kwargs)
         self._slots = threading.BoundedSemaphore(self.max_handlers)
         self._heads: dict[socket.socket, float] = {}  # connections still sending a head → deadline
         self._heads_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
-        self._closed = threading.Event()  # server_close(): the watchdog ends with the server
 
     @property
     def host_and_port(self) -> tuple[str, int]:
