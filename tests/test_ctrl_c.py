@@ -12,6 +12,8 @@ process under a time limit; servers are raw sockets on 127.0.0.1 (tests/raw_serv
 from __future__ import annotations
 
 import importlib
+import os
+import select
 import signal
 import socket
 import subprocess
@@ -49,6 +51,36 @@ def loaded(pid: int, library: str) -> bool:
         return False
 
 
+def running_for(seconds: float) -> Callable[[int], bool]:
+    """True once ink-py's own code has run ``seconds``, from its imports (``_json`` mapped: its Ctrl-C
+    handler is in place). Sooner, a Ctrl-C is the interpreter's start-up's: a fatal error, exit 1."""
+    began: list[float] = []
+
+    def ready(pid: int) -> bool:
+        if not began and loaded(pid, "_json"):
+            began.append(time.monotonic())
+        return bool(began) and time.monotonic() - began[0] >= seconds
+
+    return ready
+
+
+def connecting(pid: int, port: int) -> bool:
+    """True while the child waits for a SYN-ACK from 127.0.0.1:``port`` (a socket of its in SYN_SENT)."""
+    try:
+        rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    waiting = {row.split()[9] for row in rows if row.split()[3] == "02" and row.split()[2].endswith(f":{port:04X}")}
+    for name in names:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") in {f"socket:[{inode}]" for inode in waiting}:
+                return True
+        except OSError:  # closed meanwhile
+            pass
+    return False
+
+
 # ── from the first instruction on ───────────────────────────────────────────────────────
 
 
@@ -64,13 +96,14 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(workspace: Path
     assert result.code == 130 and "Traceback" not in result.err and "KeyboardInterrupt" not in result.err, result
 
 
+@linux_only
 @pytest.mark.parametrize("after", [0.3, 0.6, 1.0, 1.5])
 def test_ctrl_c_at_any_later_moment_exits_130_without_a_traceback(workspace: Path, after: float) -> None:
     result = run_measured(
         [*INK_PY, "--workspace", str(workspace)],
         cwd=workspace,
         env={"INK_SCRIPTED_DELAY": "0.05"},
-        sigint_after=after,
+        sigint_when=running_for(after),
     )
     if not result.signalled:  # the run ended first: then it must have succeeded
         assert result.code == 0, result
@@ -126,6 +159,7 @@ def test_every_helper_thread_blocks_sigint_so_ctrl_c_reaches_the_main_thread(wor
 # ── before the reply: connecting, waiting for the headers ───────────────────────────────
 
 
+@linux_only
 def test_ctrl_c_while_connecting_exits_130_at_once(workspace: Path) -> None:
     # A listener that never accepts, its queue already full: the next connect waits for a SYN-ACK.
     with socket.socket() as listener:
@@ -137,10 +171,10 @@ def test_ctrl_c_while_connecting_exits_130_at_once(workspace: Path) -> None:
             filler.setblocking(False)
             filler.connect_ex(listener.getsockname())
             fillers.append(filler)
-        time.sleep(0.2)
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-        argv = [*INK_PY, "--base-url", url, "--model", "m", "--workspace", str(workspace)]
-        result = run_measured(argv, timeout=30, sigint_after=2.0)
+        assert select.select([], fillers, [], 30)[1], "no connection reached the queue"  # one in it: it is full
+        port = listener.getsockname()[1]
+        argv = [*INK_PY, "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", "--workspace", str(workspace)]
+        result = run_measured(argv, timeout=30, sigint_when=lambda pid: connecting(pid, port))
         for filler in fillers:
             filler.close()
     assert not result.killed and result.code == 130, result
