@@ -7,8 +7,7 @@ reference (``ink_py``) or a student's copy (``pytest --impl my_ink``: the option
 On a student's copy, Hypothesis runs the same examples every time (derandomised: a check and
 the report never disagree), keeps no example database and writes nothing into the student's
 folder (its home is a temporary folder). On the reference, the course speaks English
-(``INK_COURSE_LANG=en``), whatever the developer's locale: the tests compare its words. The
-processes tests start have their temporary folder in pytest's (``childrens_temporary_folder``).
+(``INK_COURSE_LANG=en``), whatever the developer's locale: the tests compare its words.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import importlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,22 +83,6 @@ def load_implementation(impl: str | None) -> Implementation:
         raise pytest.UsageError(f"--impl {impl}: {folder} is not a package folder (no __init__.py)")
     sys.path.insert(0, str(folder.parent))  # the copy imports only itself: relative imports
     return Implementation(folder.name)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def childrens_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The processes the tests start keep their temporary files in pytest's base folder (three runs kept,
-    the older removed), not in the machine's: a course run's Hypothesis cache, a server's log. This
-    process's own temporary folder stays the machine's (fixed when pytest made its base), where the
-    tests themselves leave nothing."""
-    folder = tmp_path_factory.mktemp("children-tmp", numbered=False)
-    before = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(folder)
-    yield
-    if before is None:
-        del os.environ["TMPDIR"]
-    else:
-        os.environ["TMPDIR"] = before
 
 
 @pytest.fixture(scope="session")

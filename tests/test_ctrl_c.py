@@ -108,7 +108,8 @@ def test_ctrl_c_at_any_later_moment_exits_130_without_a_traceback(workspace: Pat
     if not result.signalled:  # the run ended first: then it must have succeeded
         assert result.code == 0, result
         return
-    assert result.code in (0, 130) and "Traceback" not in result.err, result  # 0: the signal came as it exited
+    # 0: the signal came as it exited; -SIGINT: in the interpreter's last instant, its handlers gone (a shell says 130)
+    assert result.code in (0, 130, -signal.SIGINT) and "Traceback" not in result.err, result
     assert result.seconds < 10
 
 

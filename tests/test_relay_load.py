@@ -30,10 +30,18 @@ WAIT_SECONDS = 120.0  # an upper bound on a run, never a speed check
 LINE = re.compile(r"^\[ *\d+\.\ds\] ")
 
 
+def in_scratch(tmp_path: Path) -> dict[str, str]:
+    """The environment of a run whose temporary folder is tmp_path/scratch: its servers' logs (and HOME) go
+    there, not into the machine's temporary folder, where the benchmark keeps them."""
+    (tmp_path / "scratch").mkdir()
+    return {**os.environ, "TMPDIR": str(tmp_path / "scratch")}
+
+
 def test_progress_is_one_plain_line_per_stage_and_the_results_are_written_whole(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*BENCH, *QUICK, "--out", str(tmp_path)], capture_output=True, text=True, timeout=WAIT_SECONDS
-    )
+        [*BENCH, *QUICK, "--out", str(tmp_path)], capture_output=True, text=True, timeout=WAIT_SECONDS,
+        env=in_scratch(tmp_path),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert all(LINE.match(line) for line in lines if not line.startswith("(no matplotlib")), lines
@@ -52,7 +60,8 @@ def test_on_a_terminal_the_line_is_rewritten_in_place(tmp_path: Path) -> None:
     import pty
 
     ours, theirs = pty.openpty()
-    process = subprocess.Popen([*BENCH, *QUICK, "--out", str(tmp_path)], stdout=theirs, stderr=theirs)
+    env = in_scratch(tmp_path)
+    process = subprocess.Popen([*BENCH, *QUICK, "--out", str(tmp_path)], stdout=theirs, stderr=theirs, env=env)
     os.close(theirs)
     seen = b""
     while True:
@@ -71,9 +80,8 @@ def test_on_a_terminal_the_line_is_rewritten_in_place(tmp_path: Path) -> None:
 
 def test_ctrl_c_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     out, scratch = tmp_path / "results", tmp_path / "scratch"
-    scratch.mkdir()
     argv = [*BENCH, "--sizes", "200", "--storm", "3", "--latency-events", "40", "--out", str(out)]
-    env = {**os.environ, "TMPDIR": str(scratch)}  # its servers' logs (and HOME) go here: how we find them
+    env = in_scratch(tmp_path)  # and its servers are found by it
     with ctrl_c_reaches_children():
         process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stderr is not None
