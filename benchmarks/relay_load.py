@@ -4,6 +4,7 @@
     python benchmarks/relay_load.py        # a few minutes; writes benchmarks/results/relay_load.*
     python benchmarks/relay_load.py --sizes 20 --storm 20 --out /tmp/x       # a quick look
     python benchmarks/relay_load.py --relays serve                          # no gunicorn, no Redis
+    python benchmarks/relay_load.py --flood 0                               # without the flood stage
 
 One unpaced ``ink-py serve-model`` answers every model request. In front of it, for each N:
 
@@ -18,9 +19,14 @@ and redis-server for the last); (2) latency per event through the run log — on
 reader, 2000 events 2 ms apart (``--latency-events``), in memory and in Redis: what Redis adds;
 (3) a resume storm — every client drops once after a few events and resumes with Last-Event-ID
 (on the other host): events lost and duplicated; (4) what one stream costs Redis — commands (INFO commandstats) and
-memory (INFO memory, MEMORY USAGE). Progress: a line per stage and size with the time so far (in
-place on a terminal). Ctrl-C stops within a second with exit 130; the result files are written at
-the end only, each whole (a temporary file, renamed). A benchmark: nothing here asserts a speed.
+memory (INFO memory, MEMORY USAGE); (5) a flood — one client, from its own address (127.0.0.2),
+asks from 32 connections at once, each a new conversation, beyond its quotas (runs at once, new
+conversations a minute), while ``--flood`` others ask the README question: what the others saw
+(completed, aborted, time to first text) and what the flooder got (429s). Every client speaks from
+its own loopback address (Linux routes 127/8 to lo), as browsers would: the relay's quotas count per
+address. Progress: a line per stage and size with the time so far (in place on a terminal). Ctrl-C
+stops within a second with exit 130; the result files are written at the end only, each whole (a
+temporary file, renamed). A benchmark: nothing here asserts a speed.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +69,23 @@ STREAM_TIMEOUT = 180.0  # one client gives up after this
 URL_LINE = re.compile(rb"(?:Listening at: |^)http://127\.0\.0\.1:(\d+)/?", re.M)
 RELAYS = {"serve": "ink-py serve", "gunicorn": "gunicorn -w 1", "redis": "2 × gunicorn + Redis"}
 STARTED: list[subprocess.Popen[bytes]] = []  # every child process, killed on the way out
+FLOODER = "127.0.0.2"  # the flood's one address; the others are 127.0.1.x and beyond
+FLOOD_CONNECTIONS = 32  # the flooder's requests at once: four times INK_MAX_RUNS_PER_CLIENT's default
+
+
+def address(number: int) -> str:
+    """Client ``number``'s own loopback address (127.0.1.0 on): one browser, one address."""
+    return f"127.0.{1 + number // 256}.{number % 256}"
+
+
+def several_addresses() -> bool:
+    """Whether this machine routes 127.0.0.2 and beyond to lo (Linux does; macOS has 127.0.0.1 alone)."""
+    try:
+        with socket.socket() as probe:
+            probe.bind((FLOODER, 0))
+        return True
+    except OSError:
+        return False
 
 
 # ── progress ────────────────────────────────────────────────────────────────────────────
@@ -205,7 +229,10 @@ class Relay:
             "OPENAI_BASE_URL": model_url,
             "INK_MODEL": "bench",
             "INK_WORKSPACE": str(ROOT),
+            "INK_MAX_CONNECTIONS_PER_CLIENT": "0",  # ink-py serve: every stream here comes from 127.0.0.1
         }
+        if not several_addresses():  # every client from 127.0.0.1: one client to the quotas, so lift them
+            env |= {"INK_MAX_RUNS_PER_CLIENT": "1000000", "INK_MAX_NEW_SESSIONS_PER_MINUTE": "1000000"}
         python = sys.executable
         serve = [python, "-m", "ink_py", "serve", "--port", "0", "--base-url", model_url, "--model", "bench",
                  "--workspace", str(ROOT)]  # fmt: skip
@@ -236,13 +263,17 @@ class Relay:
 # ── stage 1: load ───────────────────────────────────────────────────────────────────────
 
 
-def read_stream(port: int, path: str, headers: dict[str, str], cut_after: int | None = None) -> dict[str, Any]:
+def read_stream(
+    port: int, path: str, headers: dict[str, str], cut_after: int | None = None, source: str | None = None
+) -> dict[str, Any]:
     """One browser tab's stream: its status, time to first text, and the events it got (id, name, data).
-    ``cut_after``: close the socket once that many events have come (a network that drops)."""
+    ``cut_after``: close the socket once that many events have come (a network that drops); ``source``:
+    the client's own address (None: 127.0.0.1)."""
     outcome: dict[str, Any] = {"status": None, "first_text": None, "events": [], "failed": ""}
     began = time.perf_counter()
+    bound = (source, 0) if source is not None and several_addresses() else None
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=STREAM_TIMEOUT)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=STREAM_TIMEOUT, source_address=bound)
         connection.request("GET", path, headers={"Connection": "close", **headers})
         response = connection.getresponse()
         outcome["status"] = response.status
@@ -286,7 +317,7 @@ def run_load(relay: Relay, clients: int, progress: Progress) -> dict[str, Any]:
             gate.wait()
         except threading.BrokenBarrierError:
             return
-        results.append(read_stream(port, stream_path(str(uuid.uuid4()), str(uuid.uuid4())), {}))
+        results.append(read_stream(port, stream_path(str(uuid.uuid4()), str(uuid.uuid4())), {}, source=address(number)))
 
     threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(clients)]
     for thread in threads:
@@ -316,6 +347,9 @@ def run_load(relay: Relay, clients: int, progress: Progress) -> dict[str, Any]:
         "completed": sum(any(e[1] == "done" for e in r["events"]) for r in results),
         "5xx": sum((r["status"] or 0) >= 500 for r in results),
         "error_events": sum(any(e[1] == "error" for e in r["events"]) for r in results),
+        "error_messages": dict(
+            Counter(e[2].get("message", "")[:100] for r in results for e in r["events"] if e[1] == "error")
+        ),
         "failed": sum(bool(r["failed"]) for r in results),
         "p50_first_text_s": percentile(firsts, 50),
         "p95_first_text_s": percentile(firsts, 95),
@@ -341,9 +375,9 @@ def event_latency(redis_url: str | None, events: int) -> dict[str, dict[str, flo
     found = {"memory": one_latency(memory, memory, events)}
     if redis_url is not None:
         from ink_py.second_article.redis_client import connect_redis
-        from ink_py.second_article.redis_runs import RedisRuns
+        from ink_py.second_article.stores import redis_stores
 
-        here, there = (RedisRuns(connect_redis(redis_url), 600, 10.0) for _ in range(2))
+        here, there = (redis_stores(connect_redis(redis_url), 600, 10.0)[1] for _ in range(2))
         found["Redis, reader in the same process"] = one_latency(here, here, events)
         found["Redis, reader on another host"] = one_latency(here, there, events)
     return found
@@ -388,10 +422,10 @@ def resume_storm(relay: Relay, clients: int, progress: Progress) -> dict[str, An
         session, run = str(uuid.uuid4()), str(uuid.uuid4())
         first, second = relay.ports[number % len(relay.ports)], relay.ports[(number + 1) % len(relay.ports)]
         cut = random.Random(number).randint(1, 12)
-        before = read_stream(first, stream_path(session, run), {}, cut_after=cut)["events"]
+        before = read_stream(first, stream_path(session, run), {}, cut_after=cut, source=address(number))["events"]
         last = before[-1][0] if before else None
         headers = {"Last-Event-ID": str(last)} if last is not None else {}
-        after = read_stream(second, stream_path(session, run), headers)["events"]
+        after = read_stream(second, stream_path(session, run), headers, source=address(number))["events"]
         ids = [event[0] for event in before + after]
         expected = set(range(1, len(reference) + 1))
         outcomes.append({
@@ -415,6 +449,73 @@ def resume_storm(relay: Relay, clients: int, progress: Progress) -> dict[str, An
         "events_duplicated": sum(o["duplicated"] for o in outcomes),
         "answers_different": sum(o["different"] for o in outcomes),
     }
+
+
+# ── stage 5: one client floods while others ask ────────────────────────────────────────
+
+
+def flood(relay: Relay, others: int, progress: Progress, connections: int = FLOOD_CONNECTIONS) -> dict[str, Any]:
+    """The flooder asks from ``connections`` connections at once (half of them each a new conversation,
+    half no conversation at all, as a script would) for as long as the others take; once it is under
+    way, ``others`` clients ask the README question, each once. ``connections`` 0: the others alone."""
+    statuses: dict[int, int] = {}
+    results: list[dict[str, Any]] = []
+    under_way, done = threading.Event(), threading.Event()
+    if not connections:
+        under_way.set()
+
+    def flooder(number: int) -> None:
+        port = relay.ports[number % len(relay.ports)]
+        while not done.is_set():
+            session = f"&session={uuid.uuid4()}" if number % 2 else ""
+            path = f"/chat/stream?query=flood{session}&run={uuid.uuid4()}"
+            status = read_stream(port, path, {}, source=FLOODER)["status"] or 0
+            statuses[status] = statuses.get(status, 0) + 1
+            if sum(statuses.values()) >= connections:
+                under_way.set()
+
+    def other(number: int) -> None:
+        under_way.wait(30)
+        port = relay.ports[number % len(relay.ports)]
+        path = stream_path(str(uuid.uuid4()), str(uuid.uuid4()))
+        results.append(read_stream(port, path, {}, source=address(number)))
+
+    floods = [threading.Thread(target=flooder, args=(n,), daemon=True) for n in range(connections)]
+    asking = [threading.Thread(target=other, args=(n,), daemon=True) for n in range(others)]
+    for thread in [*floods, *asking]:
+        thread.start()
+    for thread in asking:
+        while thread.is_alive():
+            thread.join(0.5)
+            progress.say(f"flood · {RELAYS[relay.name]} · {len(results)}/{others} others done", done=False)
+    done.set()
+    for thread in floods:
+        while thread.is_alive():
+            thread.join(0.5)
+    firsts = sorted(r["first_text"] for r in results if r["first_text"] is not None)
+    ends = [r["events"][-1] if r["events"] else (None, "", {}) for r in results]
+    return {
+        "relay": RELAYS[relay.name],
+        "flooder": f"{connections} at once" if connections else "none",
+        "others": others,
+        "completed": sum(end[1] == "done" and end[2].get("stopReason") == "completed" for end in ends),
+        "aborted": sum(end[1] == "error" or end[2].get("stopReason") == "aborted" for end in ends),
+        "refused": sum((r["status"] or 0) != 200 for r in results),
+        "p50_first_text_s": percentile(firsts, 50),
+        "p95_first_text_s": percentile(firsts, 95),
+        "flood_requests": sum(statuses.values()),
+        "flood_200": statuses.get(200, 0),
+        "flood_429": statuses.get(429, 0),
+        "flood_503": statuses.get(503, 0),
+    }
+
+
+def format_flood(row: dict[str, Any]) -> str:
+    return (
+        f"| {row['relay']} | {row['flooder']} | {row['others']} | {row['completed']} | {row['aborted']} "
+        f"| {row['refused']} | {seconds(row['p50_first_text_s'])} | {seconds(row['p95_first_text_s'])} "
+        f"| {row['flood_requests']} | {row['flood_200']} | {row['flood_429']} | {row['flood_503']} |"
+    )
 
 
 # ── stage 4: what one stream costs Redis ────────────────────────────────────────────────
@@ -448,6 +549,7 @@ def main() -> int:
     parser.add_argument("--storm", type=int, default=100, help="clients in the resume storm (default 100)")
     parser.add_argument("--relays", default="serve,gunicorn,redis", help="contenders: serve, gunicorn, redis")
     parser.add_argument("--latency-events", type=int, default=2000, help="events in the latency stage (default 2000)")
+    parser.add_argument("--flood", type=int, default=50, help="others asking during the flood (default 50; 0: none)")
     parser.add_argument("--out", default=str(HERE / "results"), help="folder for relay_load.{md,csv,png}")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -459,7 +561,7 @@ def main() -> int:
     progress = Progress()
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped like Ctrl-C
     try:
-        results = measure(sizes, names, args.storm, args.latency_events, progress)
+        results = measure(sizes, names, args.storm, args.latency_events, args.flood, progress)
     except KeyboardInterrupt:
         for process in STARTED:
             process.kill()  # no graceful shutdown: out within a second
@@ -474,7 +576,9 @@ def main() -> int:
     return 0
 
 
-def measure(sizes: list[int], names: list[str], storm: int, events: int, progress: Progress) -> dict[str, Any]:
+def measure(
+    sizes: list[int], names: list[str], storm: int, events: int, others: int, progress: Progress
+) -> dict[str, Any]:
     logs = Path(tempfile.mkdtemp(prefix="relay-load-"))
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": str(logs)}
     progress.say("starting the model (ink-py serve-model --delay 0)")
@@ -482,7 +586,8 @@ def measure(sizes: list[int], names: list[str], storm: int, events: int, progres
     model_url = f"http://127.0.0.1:{model_port}/v1"
     redis_process, redis_url = start_redis(logs) if "redis" in names else (None, None)
     redis = redis_client(redis_url) if redis_url else None
-    results: dict[str, Any] = {"load": [], "storm": [], "latency": {}, "redis": None}
+    results: dict[str, Any] = {"load": [], "storm": [], "latency": {}, "redis": None, "flood": []}
+    began_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     for clients in sizes:  # interleaved: each N through every contender, one after the other
         for name in names:
             progress.say(f"{RELAYS[name]} · {clients} streams · starting", done=False)
@@ -514,6 +619,24 @@ def measure(sizes: list[int], names: list[str], storm: int, events: int, progres
             relay.close()
         results["storm"].append(row)
         progress.say(f"resume storm · {row['relay']}: lost {row['events_lost']}, duplicated {row['events_duplicated']}")
+    if others and not several_addresses():
+        progress.say("flood: skipped (it needs several loopback addresses: Linux routes 127/8 to lo)")
+    for name in names if others and several_addresses() else []:
+        if redis is not None:
+            redis.flushall()
+        relay = Relay(name, model_url, logs, redis_url)
+        try:
+            rows = [flood(relay, others, progress, 0), flood(relay, others, progress)]  # alone, then flooded
+        finally:
+            relay.close()
+        results["flood"] += rows
+        row = rows[-1]
+        progress.say(
+            f"flood · {row['relay']}: others completed {row['completed']}/{row['others']}, aborted {row['aborted']}, "
+            f"p95 first text {seconds(row['p95_first_text_s'])} s (alone {seconds(rows[0]['p95_first_text_s'])} s); "
+            f"the flooder got {row['flood_429']} × 429 of {row['flood_requests']}"
+        )
+    results["load_average"] = (began_load, os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0)
     return results
 
 
@@ -532,9 +655,9 @@ def format_row(row: dict[str, Any]) -> str:
 def write(out: Path, results: dict[str, Any]) -> None:
     rows = results["load"]
     table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+    writer = csv.DictWriter(table, fieldnames=[name for name in rows[0] if name != "error_messages"])
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({name: value for name, value in row.items() if name != "error_messages"} for row in rows)
     write_text_atomically(out / "relay_load.csv", table.getvalue())
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -542,6 +665,8 @@ def write(out: Path, results: dict[str, Any]) -> None:
         "",
         f"`python benchmarks/relay_load.py` — {when}; {os.cpu_count()} CPUs, Python {platform.python_version()}",
         f"on {platform.system()}; clients, relays, Redis and the model share the machine. One run: read the ratios.",
+        f"Load average when it began and ended: {results['load_average'][0]:.1f} and {results['load_average'][1]:.1f}"
+        f" (above {os.cpu_count()}: other work shared the machine too).",
         "",
         "| relay | clients | completed | 5xx | error events | failed | p50 first text s | p95 first text s "
         "| wall s | peak memory MiB |",
@@ -549,6 +674,11 @@ def write(out: Path, results: dict[str, Any]) -> None:
         *map(format_row, rows),
         "",
     ]
+    said = [(row, message, count) for row in rows for message, count in row["error_messages"].items()]
+    lines += [
+        f"- error events, {row['relay']} × {row['clients']}: {count} × “{message}”" for row, message, count in said
+    ]
+    lines += [""] * bool(said)
     latency = results["latency"]
     lines += ["## Latency per event through the run log", "", "| store | p50 ms | p95 ms |", "|---|---|---|"]
     lines += [f"| {name} | {value['p50'] * 1000:.2f} | {value['p95'] * 1000:.2f} |" for name, value in latency.items()]
@@ -565,6 +695,20 @@ def write(out: Path, results: dict[str, Any]) -> None:
         f"| {r['answers_different']} |"
         for r in results["storm"]
     ]
+    if results["flood"]:
+        lines += [
+            "",
+            "## A flood: one client, from its own address, beyond its quotas while others ask",
+            "",
+            f"The flooder keeps {FLOOD_CONNECTIONS} requests going at once (half each a new conversation, half none),",
+            "its quotas at their defaults (8 runs at once, 20 new conversations a minute); the others ask the",
+            "README question once each, every one from its own address — alone first, then during the flood.",
+            "",
+            "| relay | flooder | others | completed | aborted | refused | p50 first text s | p95 first text s "
+            "| flood requests | flood 200 | flood 429 | flood 503 |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *map(format_flood, results["flood"]),
+        ]
     cost = results["redis"]
     if cost is not None:
         commands = ", ".join(f"{name} {count}" for name, count in cost["commands_per_stream"].items())
@@ -582,7 +726,7 @@ def write(out: Path, results: dict[str, Any]) -> None:
             " carries many.",
         ]
     if plot(out, results):
-        lines[5:5] = ["![the relay under load](relay_load.png)", ""]
+        lines[6:6] = ["![the relay under load](relay_load.png)", ""]
     write_text_atomically(out / "relay_load.md", "\n".join(lines) + "\n")
 
 

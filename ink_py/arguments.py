@@ -27,7 +27,7 @@ EXIT_USAGE = 1  # the same code as any other error: 2 means "answer truncated"
 COMMANDS = {
     "chat": ("chat", "a conversation: one message per line, the history kept across turns (/help inside)"),
     "demo": ("course.demo", "step through the article's §3 demo (or any recorded .sse): terminal or --web"),
-    "exercise": ("course.exercises", "course exercises: list, start, check, hint, reset, diff, report"),
+    "exercise": ("course.exercises", "course exercises: list, start, check, hint, reset, diff, report, watch"),
     "serve": ("second_article.relay", "serve the agent to a browser page over SSE (second article)"),
     "serve-model": ("scripted.server", "run the built-in scripted model alone and print its base URL"),
 }

@@ -7,7 +7,7 @@ test process itself; ``ink_py_against`` runs the CLI that way against a server, 
 ``one_error_line`` reads its one ``error:`` line. ``RawServer`` listens on 127.0.0.1 (port 0), accepts connections
 and hands each socket to a function on its own thread, behaving as badly as a test asks;
 ``stop()`` closes all. ``sse_server`` and ``silent_server`` are the two usual ones;
-``raw_request`` is a client that sends bytes as they are.
+``raw_request`` is a client that sends bytes as they are; ``end_process`` stops a server's process.
 """
 
 from __future__ import annotations
@@ -106,6 +106,16 @@ def run_measured(
             killed=killed,
             signalled=signalled_at is not None,
         )
+
+
+def end_process(process: subprocess.Popen[Any], wait: float) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within ``wait`` seconds; reaped either way."""
+    process.terminate()
+    try:
+        process.wait(wait)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _high_water_kib(pid: int) -> int:

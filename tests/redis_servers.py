@@ -6,7 +6,8 @@ folder (``--save '' --appendonly no``: nothing written to disk), and can be kill
 absent (``.ci/run`` installs both, so nothing skips there). ``events_of`` reads an SSE body
 with its ``id:`` lines (ink_py's own parse_sse drops them); ``cut_after`` reads a stream until
 it has some events, then closes the socket, as a network that drops would. ``SlowProxy`` is a
-TCP proxy that holds every piece it forwards for a while: a slow Redis.
+TCP proxy that holds every piece it forwards for a while: a slow Redis. ``module_redis`` makes a
+module's ``redis_server`` fixture.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 from .raw_servers import RawServer
@@ -42,14 +44,16 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """``redis-server`` on 127.0.0.1, in ``folder``; ``url`` reaches it, ``client()`` talks to it."""
+    """``redis-server`` on 127.0.0.1, in ``folder``; ``url`` reaches it, ``client()`` talks to it.
+    ``settings``: more of its flags (``"--maxmemory", "16mb"`` …)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *settings: str) -> None:
         assert REDIS_SERVER is not None
         folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()  # redis-server refuses --port 0
         self.url = f"redis://127.0.0.1:{self.port}/0"
         argv = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        argv += settings
         self.log = folder / "redis.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen([*argv, "--dir", str(folder)], stdout=out, stderr=subprocess.STDOUT)
@@ -77,6 +81,19 @@ class RedisServer:
         """Every key and its PTTL in milliseconds (-1: no expiry)."""
         client = self.client()
         return {key.decode(): int(client.pttl(key)) for key in client.scan_iter(count=1000)}
+
+
+def module_redis() -> Any:
+    """A module's ``redis_server`` fixture: one real redis-server for all its tests, killed after them
+    (``redis_server = module_redis()`` at module level)."""
+
+    @pytest.fixture(scope="module")
+    def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+        server = RedisServer(tmp_path_factory.mktemp("redis"))
+        yield server
+        server.kill()
+
+    return redis_server
 
 
 def events_of(raw: bytes) -> list[dict[str, Any]]:
@@ -148,9 +165,16 @@ class SlowProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if not self.admit(client):
+                client.close()
+                continue
             upstream = socket.create_connection(("127.0.0.1", self.target))
             threading.Thread(target=pipe, args=(client, upstream, lambda: self.delay), daemon=True).start()
             threading.Thread(target=self.down, args=(upstream, client), daemon=True).start()
+
+    def admit(self, client: socket.socket) -> bool:
+        """Whether to carry this connection (a subclass may refuse it: closed at once)."""
+        return True
 
     def down(self, upstream: socket.socket, client: socket.socket) -> None:
         pipe(upstream, client, lambda: self.delay)

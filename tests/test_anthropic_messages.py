@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .helpers import fixture_bytes, run_assembly, text
+from ink_py.course.checks.helpers import fixture_bytes, run_assembly, text
 
 DIALECT = "anthropic_messages"
 

@@ -23,10 +23,11 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ink_py.course.checks.helpers import PROVIDER_CLASSES, provider_in, run_assembly, text_reply
 from ink_py.provider.anthropic_messages import AnthropicMessagesProvider
 from ink_py.provider.openai_responses import OpenAIResponsesProvider
 
-from .helpers import PROVIDER_CLASSES, ROOT, provider_in, run_assembly, text_reply
+from .helpers import ROOT
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, one_error_line, run_measured, sse_server
 from .test_dialects import WRITERS
 from .test_relay import read_all, start_relay
@@ -167,7 +168,8 @@ def test_a_password_in_the_base_url_is_never_printed(ink: Any, workspace: Path) 
     url = f"http://alice:hunter2pass@127.0.0.1:{port}/v1"
     provider = ink.openai_completions.OpenAICompletionsProvider(url, KEY)
     assert "hunter2pass" not in repr(provider) and "alice:***@" in repr(provider)
-    result = run_measured([*INK_PY, "--base-url", url, "--model", "m", "--workspace", str(workspace)], timeout=60)
+    command, env = ink.command()  # the implementation's own CLI: a student's copy under --impl
+    result = run_measured([*command, "--base-url", url, "--model", "m", "--workspace", str(workspace)], env=env)
     assert result.code == 1 and "could not connect to http://alice:***@127.0.0.1" in one_error_line(result.err)
     assert "hunter2pass" not in result.err + result.out
 

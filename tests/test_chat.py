@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from ink_py.chat import history_lines, load_history, message_problem, save_history
 from ink_py.core.loop import run_agent_loop
 from ink_py.core.tools.read import create_read_tool
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
 from ink_py.terminal import cells
 
-from .fake_server import FakeModelServer, Reply
 from .helpers import ROOT, ctrl_c_reaches_children
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"

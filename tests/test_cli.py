@@ -12,8 +12,10 @@ import sys
 
 import pytest
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import cli_env, fixture_bytes, sse, text_reply, tool_reply
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import fixture_bytes, sse, text_reply, tool_reply
+
+from .helpers import cli_env
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
 

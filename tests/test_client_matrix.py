@@ -10,6 +10,11 @@ call, a second turn with the result sent back the client's own way. ``missing-fi
 ``invalid-json`` differ from a good stream in their one fault only, so what each client does
 with them is its own answer to that fault: ``REPORTED`` (also the table in docs/dialects.md).
 Where a client cannot do something with a real provider either, ``LIMITS`` says so in one line.
+Every client runs with its default settings: the AI SDK's Responses provider (``store`` on) sends
+its first turn's message back by ``item_reference``, the others send the items whole
+(``CONTINUES``); each Responses client also runs ``CHAINED`` scenarios a second time, its second
+turn by ``previous_response_id`` alone — the server keeps what it answered, and the answer shows
+the model saw the whole history.
 An absent client's cells skip with one line saying how to get it; .ci/run installs them all.
 (``slow`` is not an article scenario: the README task's text paced over twenty seconds to press
 Ctrl-C on, the same wire as ``readme``'s second turn; it is left out.)
@@ -30,7 +35,7 @@ import pytest
 
 from ink_py.scripted.server import ModelServer, start_model_server
 
-from .clients.common import CHAT, CONNECTIONS, DRIVERS, MESSAGES, RESPONSES, SCENARIOS, task
+from .clients.common import CHAINED, CHAT, CONNECTIONS, DRIVERS, MESSAGES, RESPONSES, SCENARIOS, task
 from .helpers import ROOT
 
 JS = ROOT / "tests" / "js"
@@ -127,6 +132,10 @@ CUT_REPLY_RUNS = {  # length-tool: what a client that runs the tools itself runs
     # pydantic-ai's agent runs the complete call and asks the model to retry the cut one, whoever cut it
     "pydantic-ai": [{"path": "README.md"}],
 }
+CONTINUES = {  # how a client's second turn refers to the first, with its default settings (readme)
+    **{pair: "whole" for pair in CONNECTIONS if pair[1] == RESPONSES},  # the output items sent back whole
+    ("ai-sdk/openai", RESPONSES): "item_reference",  # the message by reference, the call whole: store is on
+}
 LENGTH_TOOL: dict[tuple[str, str], str] = {
     **{pair: "raw" for pair in CONNECTIONS},
     **{(c, d): "repaired" for c, d in CONNECTIONS if c.startswith("langchain")},
@@ -151,12 +160,15 @@ def servers() -> Iterator[dict[str, str]]:
             server.close()
 
 
+Cells = dict[tuple[str, str, str, bool], dict[str, Any]]  # (client, dialect, scenario, chained) → its report
+
+
 @pytest.fixture(scope="module")
 def run_driver(servers: dict[str, str]) -> Iterator[Any]:
-    """driver → its cells, {(client, dialect, scenario): cell}; each driver runs once, on first use."""
-    done: dict[str, dict[tuple[str, str, str], dict[str, Any]]] = {}
+    """driver → its cells; each driver runs once, on first use."""
+    done: dict[str, Cells] = {}
 
-    def cells(driver: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+    def cells(driver: str) -> Cells:
         if driver not in done:
             done[driver] = run(driver, servers)
         return done[driver]
@@ -164,7 +176,7 @@ def run_driver(servers: dict[str, str]) -> Iterator[Any]:
     yield cells
 
 
-def run(driver: str, servers: dict[str, str]) -> dict[tuple[str, str, str], dict[str, Any]]:
+def run(driver: str, servers: dict[str, str]) -> Cells:
     if driver in NODE_DRIVERS:
         command = ["node", str(JS / NODE_DRIVERS[driver]), json.dumps(task(servers))]
     else:
@@ -173,7 +185,7 @@ def run(driver: str, servers: dict[str, str]) -> dict[tuple[str, str, str], dict
     done = subprocess.run(command, capture_output=True, text=True, encoding="utf-8", timeout=DRIVER_SECONDS, env=env)
     lines = [json.loads(line[5:]) for line in done.stdout.splitlines() if line.startswith("CELL ")]
     assert lines, f"the {driver} driver printed no cell (exit {done.returncode}):\n{done.stderr[-3000:]}"
-    return {(c["client"], c["dialect"], c["scenario"]): c for c in lines}
+    return {(c["client"], c["dialect"], c["scenario"], c["chained"]): c for c in lines}
 
 
 CELLS = [
@@ -181,17 +193,19 @@ CELLS = [
         client,
         dialect,
         scenario,
-        id=f"{client}-{dialect}-{scenario}",
+        chained,
+        id=f"{client}-{dialect}-{scenario}{'-chained' if chained else ''}",
         marks=pytest.mark.skipif(bool(absent(DRIVERS[client])), reason=absent(DRIVERS[client])),
     )
     for client, dialect in CONNECTIONS
-    for scenario in SCENARIOS
+    for scenario, chained in [(s, False) for s in SCENARIOS] + [(s, True) for s in CHAINED if dialect == RESPONSES]
 ]
 
 
-@pytest.mark.parametrize("client, dialect, scenario", CELLS)
-def test_each_client_on_each_scenario(run_driver: Any, client: str, dialect: str, scenario: str) -> None:
-    cell = run_driver(DRIVERS[client])[(client, dialect, scenario)]
+@pytest.mark.parametrize("client, dialect, scenario, chained", CELLS)
+def test_each_client_on_each_scenario(run_driver: Any, client: str, dialect: str, scenario: str, chained: bool) -> None:
+    cells = run_driver(DRIVERS[client])
+    cell = cells[(client, dialect, scenario, chained)]
     assert "driver_error" not in cell, cell.get("trace")
     turns = cell["turns"]
     tool, stop, length = CLIENT_WORDS.get((client, dialect), WORDS[dialect])
@@ -219,7 +233,7 @@ def test_each_client_on_each_scenario(run_driver: Any, client: str, dialect: str
         assert first["text"] == "" and first["finish"] == tool
         calls = [(c["id"], c["name"], c["arguments"]) for c in first["calls"]]
         assert calls == [("t1", "read", {"path": "README.md"}), ("t2", "read", {"path": "package.json"})]
-        assert_answer(turns, stop, ["README.md 的标题是「ink_py」", "package.json"])
+        assert_answer(turns, stop, ["README.md 的标题是「ink_py」", "package.json"])  # named by the call alone
     elif scenario == "length-text":
         assert first["text"] == "项目这样启动:先安装依赖,再运行" and first["calls"] == [] and len(turns) == 1
         assert first["finish"] == length or (limit is not None and first["finish"] is None)
@@ -234,8 +248,25 @@ def test_each_client_on_each_scenario(run_driver: Any, client: str, dialect: str
     else:
         assert first["text"] == "我来读取两个文件。" and first["finish"] in (None, length)
 
+    if chained:  # the second turn by previous_response_id alone: nothing of the first sent again
+        second = turns[1]["sent"]
+        assert second["previous_response_id"] and "function_call" not in second["input"], second
+        assert "item_reference" not in second["input"] and "function_call_output" in second["input"], second
+        whole = cells[(client, dialect, scenario, False)]["turns"][1]  # the same turn, its history sent
+        assert turns[1]["usage"]["input"] >= whole["usage"]["input"] > 0  # the model read the whole history
+    elif dialect == RESPONSES and scenario == "readme":
+        assert continues(turns[1]["sent"]) == CONTINUES[(client, dialect)], turns[1]["sent"]
+
 
 REPORTED_SCENARIOS = ["missing-finish", "invalid-json"]
+
+
+def continues(sent: dict[str, Any]) -> str:
+    """How a Responses request refers to the turns before it: by previous_response_id, by
+    item_reference, or with every item whole."""
+    if sent["previous_response_id"]:
+        return "previous_response_id"
+    return "item_reference" if "item_reference" in sent["input"] else "whole"
 
 
 def assert_usage(turn: dict[str, Any]) -> None:

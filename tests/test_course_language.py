@@ -5,10 +5,14 @@ help, usage mistakes, list, start, the stub's NotImplementedError, hint, check (
 value, the linear-time verdict), check --all with its progress, report, reset, diff, a damaged
 progress file's warning — is Chinese; under ``C.UTF-8`` (or ``INK_COURSE_LANG=en``) English.
 Identifiers, commands, paths and values are no sentences and are set aside (``sentences_of_the_other``).
-Each command is a real process. No locale needs to be installed: ink_py reads the variables
-(ink_py/course/language.py), and Python runs UTF-8 whatever the locale.
+The commands run in this process (``exercises.main``) with the student's variables in its
+environment, which the checks' child pytest inherits; that a real process reads its locale from its
+environment is tested once, for each language, with the console's own ``ink-py exercise``. No
+locale needs to be installed: ink_py reads the variables (ink_py/course/language.py), and Python
+runs UTF-8 whatever the locale.
 """
 
+import io
 import os
 import re
 import subprocess
@@ -16,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from ink_py.course import exercises
 
 from .helpers import ROOT
 from .test_exercise_feedback import QUADRATIC_PARSE_SSE, write_solution
@@ -27,7 +33,7 @@ QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
 COMMAND = re.compile(r"(?:ink-py|python3?|pytest|cd) [^\n,;:,;:。]*")  # a command, to the end of its clause
 CODE_WORD = re.compile(r"\S*[/_.\[\]:=<>{}()@\\]\S*|--?[\w-]+|\b[A-Z][A-Z_]+\b|\b\w+-\w+(?:-\w+)*\b")
 ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:[ ,]+[A-Za-z]{2,}){2,}\b")  # three English words in a row
-COMMANDS = {"list", "start", "check", "hint", "reset", "diff", "report"}  # the commands' names: identifiers
+COMMANDS = {"list", "start", "check", "hint", "reset", "diff", "report", "watch"}  # the commands' names: identifiers
 
 
 def sentences_of_the_other(text: str, language: str) -> list[str]:
@@ -74,26 +80,26 @@ def environment(language: str, how: str) -> dict[str, str]:
 
 
 class Student:
-    """Runs ``ink-py exercise …`` in a folder of their own, keeping everything each command printed."""
+    """Runs ``ink-py exercise …`` in a folder of their own, with their environment and no terminal (in
+    this process: ``exercises.main``), keeping everything each command printed."""
 
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
-        self.folder, self.env, self.said = folder, env, []
+    def __init__(self, folder: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+        self.folder, self.said, self.capsys = folder, [], capsys
+        for name in LOCALE_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            if os.environ.get(name) != value:
+                monkeypatch.setenv(name, value)
+        monkeypatch.chdir(folder)
+        monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal: reset asks for --yes
 
     def run(self, *argv: str, code: int | None = None) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "ink_py", "exercise", *argv],
-            cwd=self.folder,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        returned = exercises.main(list(argv))
+        out, err = self.capsys.readouterr()
         if code is not None:
-            assert done.returncode == code, (argv, done.stdout, done.stderr)
-        assert "Traceback" not in done.stdout + done.stderr, (argv, done.stderr)
-        self.said.append((" ".join(argv), done.stdout + done.stderr))
-        return done.stdout + done.stderr
+            assert returned == code, (argv, out, err)
+        self.said.append((" ".join(argv), out + err))
+        return out + err
 
 
 def every_command(student: Student) -> None:
@@ -101,7 +107,7 @@ def every_command(student: Student) -> None:
     copy = student.folder / "my_ink"
     student.run(code=0)
     for command in ("--help", "list --help", "start --help", "check --help", "hint --help", "reset --help",
-                    "diff --help", "report --help"):  # fmt: skip
+                    "diff --help", "report --help", "watch --help"):  # fmt: skip
         student.run(*command.split(), code=0)
     for mistake in ("frob", "start", "start 99", "check", "list --dir=", "start 1 a b", "check 1"):
         student.run(*mistake.split(), code=1)
@@ -124,17 +130,17 @@ def every_command(student: Student) -> None:
     put_back(copy, 1)
     write_solution(copy, 2, QUADRATIC_PARSE_SSE)  # the article's loop: quadratic time
     student.run("check", "2", code=1)  # the linear-time verdict
+    student.run("reset", "2", "--yes", code=0)  # now: check --all and report need not time the quadratic again
     student.run("check", "--all", code=1)
     student.run("report", code=0)
-    student.run("reset", "2", "--yes", code=0)
     (copy / ".exercises.json").write_text('{"made_by": "ink-py exercise start", "started": [1], "hints": {"1": -1}}')
     student.run("list", code=0)  # the warning
 
 
 @pytest.mark.parametrize("how", ["locale", "switch"])
 @pytest.mark.parametrize("language", ["zh", "en"])
-def test_every_course_command_speaks_the_students_language_only(tmp_path, language, how):
-    student = Student(tmp_path, environment(language, how))
+def test_every_course_command_speaks_the_students_language_only(tmp_path, monkeypatch, capsys, language, how):
+    student = Student(tmp_path, environment(language, how), monkeypatch, capsys)
     every_command(student)
     other = {command: sentences_of_the_other(text, language) for command, text in student.said}
     assert {command: found for command, found in other.items() if found} == {}
@@ -147,3 +153,18 @@ def test_every_course_command_speaks_the_students_language_only(tmp_path, langua
     else:
         assert "exercise 2 not written yet" in said and "fed       one event of 64 KiB" in said
         assert "hint 2/4: Almost the answer" in said and "checking exercise 1 · parse-frame" in said
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_real_process_reads_the_language_from_its_environment(tmp_path, language):
+    """The console script, as a student starts it: its locale (zh) or the switch against it (en)."""
+    env = environment(language, "locale" if language == "zh" else "switch")
+    command = [str(Path(sys.executable).parent / "ink-py"), "exercise"]
+    said = ""
+    for argv in (["--help"], ["start", "1"], ["check", "1"], ["frob"]):
+        done = subprocess.run([*command, *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == (0 if argv[0] in ("--help", "start") else 1), (argv, done.stderr)
+        said += done.stdout + done.stderr
+    assert sentences_of_the_other(said, language) == [] and "Traceback" not in said
+    stub = "练习 1 · parse-frame —— 还没写" if language == "zh" else "exercise 1 · parse-frame — not written yet"
+    assert stub in said

@@ -34,7 +34,7 @@ def test_plain_lines_the_start_each_quarter_and_the_end():
     progress = Progress(lines.append, terminal=False)
     progress.begin("checking exercise 1 · parse-frame")
     for done in range(0, 41):
-        progress.update(done, 40, "tests/test_parse_frame.py", [1])
+        progress.update(done, 40, "ink_py/course/checks/test_parse_frame.py", [1])
     progress.clear()
     assert lines == [
         "checking exercise 1 · parse-frame: collecting the tests …\n",
@@ -127,7 +127,7 @@ def test_check_all_rewrites_one_line_in_place_on_a_terminal(tmp_path, monkeypatc
         process.kill()
         os.close(ours)
     shown = seen.decode("utf-8", "replace")
-    updates = re.findall(r"\r(正在检查练习 1 · parse-frame:(\d+)/31 个测试 · 正在跑 tests/test_parse_frame\.py)", shown)
+    updates = re.findall(r"\r(正在检查练习 1 · parse-frame:(\d+)/31 个测试 · 正在跑 test_parse_frame\.py)", shown)
     assert len({done for _, done in updates}) >= 5  # in place, test after test
     assert "\n" not in shown.split("正在收集测试")[1]  # never a new line while it runs
     assert process.returncode == 0 and "1 parse-frame      通过      31/31" in out.decode()

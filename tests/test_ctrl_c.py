@@ -27,11 +27,12 @@ from pathlib import Path
 import pytest
 
 from ink_py.core.abort import AbortController
+from ink_py.course.checks.fake_server import FakeModelServer, Pause, Reply
+from ink_py.course.checks.helpers import fixture_bytes, text_reply
 from ink_py.provider.transport import post_json_with_retry
 from ink_py.scripted.server import start_model_server
 
-from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import cli_env, ctrl_c_reaches_children, fixture_bytes, text_reply
+from .helpers import cli_env, ctrl_c_reaches_children
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, ink_py_against, run_measured, silent_server
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps and status")

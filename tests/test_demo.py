@@ -23,18 +23,11 @@ from types import SimpleNamespace
 import pytest
 
 from ink_py.course import demo, demo_dialects, demo_panels, demo_screens, demo_steps
+from ink_py.course.checks.helpers import all_fixture_names, dialect_of, fixture_bytes, run_assembly
 from ink_py.provider import anthropic_messages, openai_completions, openai_responses, shared
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
-from .helpers import (
-    END_EVENT,
-    ROOT,
-    all_fixture_names,
-    ctrl_c_reaches_children,
-    dialect_of,
-    fixture_bytes,
-    run_assembly,
-)
+from .helpers import END_EVENT, ROOT, ctrl_c_reaches_children
 
 REFERENCE = SimpleNamespace(
     openai_completions=openai_completions,

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from ink_py.course import demo, demo_panels, demo_steps
+from ink_py.course.checks.helpers import text_reply
 from ink_py.course.demo_web import DemoServer
 from ink_py.provider import openai_completions
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
 from . import test_relay_browser as relay_browser
-from .helpers import text_reply
 from .test_relay_browser import By, wait_for
 
 browser = relay_browser.browser  # the same headless Chromium fixture (and the same skips)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from ink_py.course import demo, demo_panels, demo_screens, demo_steps
+from ink_py.course.checks.helpers import text_reply
 from ink_py.course.demo_dialects import (
     DIALECTS,
     LEFT_OUT,
@@ -26,7 +27,6 @@ from ink_py.course.demo_dialects import (
 from ink_py.provider import anthropic_messages, shared
 from ink_py.scripted.scenarios import SCENARIOS
 
-from .helpers import text_reply
 from .test_demo import steps_of
 from .test_dialects import by_call
 

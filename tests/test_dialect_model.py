@@ -19,13 +19,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ink_py.cli import APIS
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import fixture_bytes
 from ink_py.scripted.dialects import build_dialect_reply
+from ink_py.scripted.response_store import new_store
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.scripted.turn import decode_events, fixture_turn
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import ROOT, ctrl_c_reaches_children, fixture_bytes
+from .helpers import ROOT, ctrl_c_reaches_children
 from .test_cli import ink_py
 from .test_model_server import PATHS
 
@@ -106,6 +108,12 @@ MESSAGE = st.fixed_dictionaries(
 def test_any_request_body_gets_a_reply(dialect, scenario, body):
     reply = build_dialect_reply(body, dialect, scenario, created=0)
     assert reply["status"] in (200, 400, 404) and all(reply["writes"])
+    kept = new_store()  # and on a server that keeps what it answers: the body's items kept, then named
+    reply = build_dialect_reply(body, dialect, scenario, created=0, kept=kept)
+    assert reply["status"] in (200, 400, 404) and all(reply["writes"])
+    for response_id in list(kept["responses"]):
+        again = build_dialect_reply({**body, "previous_response_id": response_id}, dialect, scenario, 0, kept)
+        assert again["status"] in (200, 400, 404) and all(again["writes"])
 
 
 @pytest.mark.parametrize("api", [MESSAGES, RESPONSES])

@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import FIXTURES, fixture_bytes
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import fixture_bytes
+
+from .helpers import FIXTURES
 from .test_request_body import HISTORY, READ_TOOL
 
 API_KEY = "sk-ant-test-SECRET-0123456789"

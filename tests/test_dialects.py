@@ -15,8 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .helpers import ARTICLE_FOLDER, fixture_bytes, message, parse_error, read_call, run_assembly, split_at, text
-from .test_properties import pieces
+from ink_py.course.checks.helpers import (
+    ARTICLE_FOLDER,
+    fixture_bytes,
+    message,
+    parse_error,
+    read_call,
+    run_assembly,
+    split_at,
+    text,
+)
+from ink_py.course.checks.test_properties import pieces
 
 # The article's scenarios and the message each must end in, whatever the dialect.
 ARTICLE_SCENARIOS = [

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import text_reply
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import text_reply
+
 from .test_cli import ink_py
 
 README = "# Demo project\n\n```sh\nmake run\n```\n"

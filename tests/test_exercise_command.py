@@ -131,14 +131,14 @@ def test_help_shows_every_command(capsys, argv):
     assert (code, err) == (0, "") and out.startswith("usage: ink-py exercise") and "hint  NAME [DIR]" in out
 
 
-COMMANDS = ["list", "start", "check", "hint", "reset", "diff", "report"]
+COMMANDS = ["list", "start", "check", "hint", "reset", "diff", "report", "watch"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("where", ["alone", "after-a-name"])
 def test_every_command_takes_help(capsys, command, where):
     words = [command, "--help"] if where == "alone" else [command, "1", "my_ink", "-h"]
-    if where != "alone" and command in ("list", "report"):
+    if where != "alone" and command in ("list", "report", "watch"):
         words = [command, "my_ink", "-h"]
     code, out, err = run(capsys, *words)
     assert (code, err) == (0, "") and out.startswith(f"usage: ink-py exercise {command} [-h]")
@@ -171,6 +171,9 @@ def test_an_unknown_flag_is_one_error_line_in_every_command(tmp_path, monkeypatc
         (["reset", "1", "--yes", "mine"], "reset", "1", "mine"),
         (["diff", "1", "--dir", "mine"], "diff", "1", "mine"),
         (["report", "mine", "--json", "r.json", "--junit=r.xml"], "report", None, "mine"),
+        (["watch"], "watch", None, "my_ink"),
+        (["watch", "mine"], "watch", None, "mine"),
+        (["--dir", "mine", "watch"], "watch", None, "mine"),
     ],
 )
 def test_every_spelling_of_a_command_reads_the_same(argv, command, name, folder):
@@ -387,7 +390,7 @@ def test_the_new_commands_report_usage_mistakes_in_one_line(tmp_path, monkeypatc
     assert (code, out) == (1, "") and err.startswith("error: ") and words in err and err.count("\n") == 1
 
 
-# ── every exercise green means the whole suite passes on the copy (issue 21 §2) ───────
+# ── every exercise green: its own checks; the whole suite on the copy behind --whole-suite (issue 34 §4) ──
 
 
 def fake_run_tests(suite_green: bool):
@@ -408,10 +411,45 @@ def fake_run_tests(suite_green: bool):
     return run_tests
 
 
+def test_check_all_is_every_exercises_own_checks_and_the_whole_suite_only_when_asked(tmp_path, monkeypatch, capsys):
+    from ink_py.course import checker, exercise_report
+
+    monkeypatch.chdir(tmp_path)
+    for number in AVAILABLE:
+        run(capsys, "start", str(number))
+    monkeypatch.setattr(checker, "run_tests", fake_run_tests(suite_green=False))
+    monkeypatch.setattr(exercise_report, "run_tests", fake_run_tests(suite_green=False))
+    for number in AVAILABLE:
+        code, out, err = run(capsys, "check", str(number))
+    assert code == 0 and "every exercise green: each one's checks pass on your copy. Well done." in out
+    code, out, err = run(capsys, "check", "--all")
+    assert code == 0 and "every exercise green: each one's checks pass" in out
+    assert "whole suite" not in out + err and "suite" not in load_state(tmp_path / "my_ink")
+    code, out, _ = run(capsys, "report", "--json", "r.json", "--junit", "r.xml")
+    assert json.loads((tmp_path / "r.json").read_text())["whole_suite"]["state"] == "not run"
+    assert "9 of 9 exercises green" in out and "whole suite" not in (tmp_path / "r.xml").read_text()
+
+    code, out, err = run(capsys, "check", "1", "--whole-suite")
+    assert (code, out) == (1, "") and "--whole-suite goes with --all" in err and err.count("\n") == 1
+
+
+def test_the_whole_suite_from_a_wheel_is_one_line_saying_what_it_needs(tmp_path, monkeypatch, capsys):
+    from ink_py.course import checker, exercise_report
+
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "start", "1")
+    ran = []
+    monkeypatch.setattr(checker, "run_tests", lambda *args, **kwargs: ran.append(args))
+    for module in (checker, exercise_report):
+        monkeypatch.setattr(module, "whole_suite_tests", lambda: None)  # installed from a wheel: no tests/
+    for command in (["check", "--all", "--whole-suite"], ["report", "--whole-suite"]):
+        code, out, err = run(capsys, *command)
+        assert (code, out) == (1, "") and err.count("\n") == 1 and ran == []  # said at once, nothing run
+        assert err.startswith("error: --whole-suite needs the project's tests") and "source checkout" in err
+
+
 @pytest.mark.parametrize("suite_green", [True, False], ids=["suite-green", "suite-red"])
-def test_check_all_says_every_exercise_green_only_when_the_whole_suite_passes(
-    tmp_path, monkeypatch, capsys, suite_green
-):
+def test_check_all_whole_suite_says_so_only_when_the_whole_suite_passes(tmp_path, monkeypatch, capsys, suite_green):
     from ink_py.course import checker, exercise_report
 
     monkeypatch.chdir(tmp_path)
@@ -419,13 +457,8 @@ def test_check_all_says_every_exercise_green_only_when_the_whole_suite_passes(
         run(capsys, "start", str(number))
     monkeypatch.setattr(checker, "run_tests", fake_run_tests(suite_green))
     monkeypatch.setattr(exercise_report, "run_tests", fake_run_tests(suite_green))
-    for number in AVAILABLE:
-        code, out, err = run(capsys, "check", str(number))  # the last one green: the suite is next, not "all green"
-    assert code == 0 and "now the whole suite on your copy: ink-py exercise check --all" in out
-    assert "every exercise green" not in out
-
-    code, out, err = run(capsys, "check", "--all")
-    assert "running the whole suite on your copy" in err
+    code, out, err = run(capsys, "check", "--all", "--whole-suite")
+    assert "running the project's whole suite on your copy" in err
     if suite_green:
         assert code == 0 and "every exercise green — and the whole suite passes on your copy" in out
         assert "the whole suite on your copy: all 1300 tests pass." in out
@@ -436,7 +469,7 @@ def test_check_all_says_every_exercise_green_only_when_the_whole_suite_passes(
         assert "it ran exercise 2 · parse-sse's code (yours)" in out
         assert "every exercise's own tests pass, but the whole suite does not" in out
         assert load_state(tmp_path / "my_ink")["suite"] == "red"
-    code, out, _ = run(capsys, "report", "--json", "r.json", "--junit", "r.xml")
+    code, out, _ = run(capsys, "report", "--whole-suite", "--json", "r.json", "--junit", "r.xml")
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["whole_suite"]["state"] == ("green" if suite_green else "red")
     assert ("the whole suite on my_ink" in (tmp_path / "r.xml").read_text()) and "9 of 9 exercises green" in out

@@ -52,6 +52,12 @@ def chinese(monkeypatch):
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
 
 
+@pytest.mark.parametrize("command", ["list", "start", "hint", "report", "watch"])
+def test_each_commands_chinese_help_names_the_whole_command(capsys, chinese, command):
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0 and out.startswith(f"用法:ink-py exercise {command} [-h]")
+
+
 def test_a_stub_started_in_chinese_has_chinese_todos_and_the_exact_words(tmp_path, monkeypatch, capsys, chinese):
     monkeypatch.chdir(tmp_path)
     run(capsys, "start", "5")
@@ -74,7 +80,8 @@ def test_check_explains_in_chinese_with_the_values_exact(tmp_path, monkeypatch, 
     first, _, *lines = out.splitlines()
     assert first.startswith("练习 1 · parse-frame —— 还不对:27 个测试通过,然后 ")
     assert "test_data_that_is_not_json_raises_and_quotes_the_frame[nan]" in first
-    assert lines[0].startswith("  测试      test_data_that_is_not_json_raises_and_quotes_the_frame[nan]   (tests/")
+    test = "test_data_that_is_not_json_raises_and_quotes_the_frame[nan]"
+    assert lines[0].startswith(f"  测试      {test}   (ink_py/course/checks/test_parse_frame.py:")
     about = "不是 JSON 的数据(包括 NaN、Infinity 和 1e999)都报错,并引用这个 frame,绝不当作一个值交出去。"
     assert f"  说明      {about}" in lines
     assert "  输入      frame = 'data: {\"a\": NaN}'" in lines

@@ -21,15 +21,16 @@ import pytest
 from ink_py.course.catalogue import EXERCISES
 from ink_py.course.checker import REPORT_ENV
 from ink_py.course.language import TODOS_ZH
+from ink_py.course.places import CHECKS_DIR, CHECKS_INI
 from ink_py.course.stubs import PACKAGE_DIR, package_regions, region_comments
 
 ROOT = Path(__file__).resolve().parent.parent
-A = "tests/test_assemble.py::"
-SSE = "tests/test_parse_sse.py::"
-FRAME = "tests/test_parse_frame.py::"
-LOOP = "tests/test_loop.py::"
-CHUNKS = "tests/test_chunks.py::"
-SERVER = "tests/test_fixtures.py::test_a_fixture_stream_assembles_into_the_expected_message[servers/"
+A = "test_assemble.py::"  # node ids of the checks (ink_py/course/checks/), as check runs them
+SSE = "test_parse_sse.py::"
+FRAME = "test_parse_frame.py::"
+LOOP = "test_loop.py::"
+CHUNKS = "test_chunks.py::"
+SERVER = "test_fixtures.py::test_a_fixture_stream_assembles_into_the_expected_message[servers/"
 MERGE = CHUNKS + "test_concat_merges_tool_call_pieces["
 
 # exercise → {TODO clause: the tests (node ids, or their start) that check it}
@@ -98,7 +99,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
         ],
         "keep the rest: one copy per read, not one per frame, so linear time": [
             SSE + "test_a_long_event_in_small_reads_takes_linear_time_like_the_reference",
-            "tests/test_properties.py::test_any_split_of_any_fixture_parses_the_same",
+            "test_properties.py::test_any_split_of_any_fixture_parses_the_same",
         ],
     },
     3: {
@@ -135,7 +136,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
         ],
         "only this index's string grows": [
             A + "test_article_interleaved_scenario_keeps_each_index_apart",
-            "tests/test_properties.py::test_any_fragmented_interleaved_reply_is_reassembled_exactly",
+            "test_properties.py::test_any_fragmented_interleaved_reply_is_reassembled_exactly",
         ],
         '{"type": "tool_call_start", "id": block["id"], "name": block["name"]}': [A + "test_article_readme_scenario"],
         '{"type": "tool_call_delta", "id": block["id"], "jsonDelta": fragment}': [A + "test_article_readme_scenario"],
@@ -164,7 +165,7 @@ TODO_TESTS: dict[int, dict[str, list[str]]] = {
         ],
         "aborted: end the event stream": [
             A + "test_article_abort_scenario_ends_quietly_without_message_end[openai_completions]",
-            "tests/test_transport.py::test_abort_from_another_thread_ends_a_blocked_read_quietly",
+            "test_transport.py::test_abort_from_another_thread_ends_a_blocked_read_quietly",
         ],
         "any other read error goes up to the caller": [
             A + "test_a_read_error_without_abort_propagates_through_assembly[openai_completions]",
@@ -254,7 +255,7 @@ def selected(tmp_path_factory) -> dict[str, list[int]]:
     report = tmp_path_factory.mktemp("collected") / "report.json"
     everything = " or ".join(f"ex{n}" for n in EXERCISES)
     command = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-p",
-               "ink_py.course.check_plugin", "-m", everything, "tests"]  # fmt: skip
+               "ink_py.course.check_plugin", "-c", str(CHECKS_INI), "-m", everything, str(CHECKS_DIR)]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, env={**os.environ, REPORT_ENV: str(report)}, capture_output=True)
     assert report.exists(), done.stderr
     return json.loads(report.read_text(encoding="utf-8"))["selected"]
@@ -279,7 +280,7 @@ def test_every_todo_clause_has_its_chinese():
 
 @cache
 def docstrings(path: str) -> dict[str, str]:
-    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    tree = ast.parse((CHECKS_DIR / path).read_text(encoding="utf-8"))
     return {n.name: ast.get_docstring(n) or "" for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
 
 
@@ -314,7 +315,7 @@ def test_the_course_page_lists_every_todo_clause_and_its_tests():
         lines += [f"### Exercise {number} · {exercise['slug']} (marker `ex{number}`)", "", "| TODO clause | tests |"]
         lines.append("|---|---|")
         for clause, tests in clauses.items():
-            lines.append(f"| {clause} | " + "<br>".join(f"`{t.removeprefix('tests/')}`" for t in tests) + " |")
+            lines.append(f"| {clause} | " + "<br>".join(f"`{t}`" for t in tests) + " |")
         lines.append("")
     page = (ROOT / "docs" / "course.md").read_text(encoding="utf-8")
     assert page[page.index("### Exercise 1 ") :].rstrip("\n") == "\n".join(lines).rstrip("\n")

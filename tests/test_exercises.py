@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ink_py.course.catalogue import EXERCISES
-from ink_py.course.checker import REPORT_ENV, marked_test_files, pytest_arguments
+from ink_py.course.checker import HYPOTHESIS_PLUGIN, REPORT_ENV, marked_test_files, pytest_arguments
+from ink_py.course.places import CHECKS_DIR, CHECKS_INI
 from ink_py.course.stubs import (
     PACKAGE_DIR,
     MarkerError,
@@ -168,12 +169,17 @@ for job in json.loads(sys.argv[1]):
 
 
 def run_sessions(jobs: list[dict], processes: int = 2) -> None:
-    """Run pytest sessions in a few fresh interpreters (one start-up each, not one per session)."""
+    """Run pytest sessions in a few fresh interpreters (one start-up each, not one per session), with
+    plugin autoload off as ``check`` runs them (its arguments name the plugins the checks need)."""
+    import os
+
     batches = [jobs[i::processes] for i in range(processes)]
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     running = [
         subprocess.Popen(
             [sys.executable, "-c", SESSIONS, json.dumps(batch)],
             cwd=ROOT,
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -220,7 +226,11 @@ def reports(tmp_path_factory) -> dict[str, dict]:
             "no:cacheprovider",
             "-p",
             "ink_py.course.check_plugin",
-            "tests",
+            "-p",
+            HYPOTHESIS_PLUGIN,
+            "-c",
+            str(CHECKS_INI),
+            str(CHECKS_DIR),
         ],
     )
     run_sessions(jobs)
@@ -250,7 +260,20 @@ def test_the_reference_passes_the_exercise_tests_and_check_selects_them_all(repo
     assert mine, f"no test is marked ex{number}"
     assert {report["outcomes"][nodeid] for nodeid in mine} == {"passed"}
     # check collects only the modules that say `mark.exN`: they must hold every such test
-    assert {nodeid.split("::")[0] for nodeid in mine} <= set(marked_test_files(number))
+    assert {str(CHECKS_DIR / nodeid.split("::")[0]) for nodeid in mine} <= set(marked_test_files(number))
+
+
+def test_every_exercise_test_ships_with_the_package():
+    """A test of tests/ carrying an exercise's mark would never run in ``check`` (it runs the package's
+    checks): every one lives in ink_py/course/checks/, which the repository's run collects too."""
+
+    def marks_an_exercise(path: Path) -> bool:  # pytest.mark.exN in the code, not in a string
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        return any(isinstance(n, ast.Attribute) and re.fullmatch(r"ex\d+", n.attr) for n in ast.walk(tree))
+
+    assert [p.name for p in sorted((ROOT / "tests").rglob("test_*.py")) if marks_an_exercise(p)] == []
+    assert all((CHECKS_DIR / name).is_file() for n in AVAILABLE for name in map(lambda f: Path(f).name,
+               marked_test_files(n)))  # fmt: skip
 
 
 # ── the working copy ────────────────────────────────────────────────────────────────────
@@ -258,6 +281,8 @@ def test_the_reference_passes_the_exercise_tests_and_check_selects_them_all(repo
 
 def test_the_copy_imports_only_itself(tmp_path):
     make_copy(tmp_path / "solo_ink")
+    # the reference's checks and pages stay with it: the copy is the code the student writes in
+    assert not (tmp_path / "solo_ink" / "course" / "checks").exists() and (tmp_path / "solo_ink" / "course").is_dir()
     script = textwrap.dedent(
         """\
         import importlib, pkgutil, sys
@@ -359,7 +384,7 @@ def test_on_a_copy_hypothesis_is_derandomised_and_writes_nothing_in_the_students
         "    print('PROFILE', s.derandomize, s.database, s.print_blob)\n"
     )
     command = [sys.executable, "-m", "pytest", "--impl", "my_ink", "-m", "ex9", "-q", "-s", "-p", "no:cacheprovider",
-               "-p", "probe", str(ROOT / "tests" / "test_chunks.py")]  # fmt: skip
+               "-p", "probe", str(CHECKS_DIR / "test_chunks.py")]  # fmt: skip
     import os
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}  # the probe, and this ink_py
@@ -381,7 +406,8 @@ def test_a_marker_run_deselects_the_browser_tests_instead_of_skipping_them():
     alone = subprocess.run([*command, *browser_tests], cwd=ROOT, capture_output=True, text=True, env=env)
     # no browser here indeed: skipped for want of chromium, or (a bare venv) of selenium before that
     assert "skipped" in alone.stdout and ("chromium" in alone.stdout or "selenium" in alone.stdout), alone.stdout
-    marked = subprocess.run([*command, "-m", "ex1", *browser_tests, "tests/test_parse_frame.py"], cwd=ROOT,
-                            capture_output=True, text=True, env=env)  # fmt: skip
+    ex1 = "ink_py/course/checks/test_parse_frame.py"
+    marked = subprocess.run([*command, "-m", "ex1", *browser_tests, ex1], cwd=ROOT, capture_output=True, text=True,
+                            env=env)  # fmt: skip
     assert marked.returncode == 0, marked.stdout + marked.stderr
     assert "deselected" in marked.stdout and "skipped" not in marked.stdout.lower(), marked.stdout

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from .helpers import arrivals, fixture_bytes, growth_verdict, split_at
+from ink_py.course.checks.helpers import arrivals, fixture_bytes, growth_verdict, split_at
+
 from .raw_servers import ink_py_against, one_error_line, sse_server
 
 A = {"event": "message", "data": {"a": 1}}

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import requests
 
-from .helpers import provider_in
+from ink_py.course.checks.helpers import provider_in
+
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, run_measured, sse_server
 from .test_dialects import WRITERS
 from .test_relay import read_all, start_relay

@@ -1,61 +1,19 @@
 """run_agent_loop and stream_assistant (article §2.3, §4.2–§4.4, and part 01's loop).
 
-The README task end to end; the finish-reason and truncation rules (ex8); arguments that are
-not JSON (ex7) or break the schema, unknown tools, failing tools, the gate; max turns; abort
-mid-stream and between tools (ex6); and the bounds on what a model may send: odd arguments in
+The README task end to end; arguments that break the schema, unknown tools, failing tools, the
+gate; max turns; and the bounds on what a model may send: odd arguments in
 every display and batch, more calls than the loop runs, huge names and paths in its messages,
-two calls with one id (each gets its own result, in every dialect).
+two calls with one id (each gets its own result, in every dialect). The exercises' rules — a
+cut reply (ex8), arguments that are not JSON (ex7), an abort (ex6) — are ink_py/course/checks/test_loop.py's.
 """
 
-import copy
 import io
 import json
 
 import pytest
 
-from .helpers import ScriptedProvider, fixture_bytes, provider_in, sse, text_reply, tool_reply
-
-READ_SCHEMA = {
-    "type": "object",
-    "properties": {"path": {"type": "string"}, "offset": {"type": "integer", "minimum": 1}},
-    "required": ["path"],
-    "additionalProperties": False,
-}
-
-
-def fake_read(files, ran=None, hook=None):
-    """A read tool over an in-memory workspace, recording each call it really ran."""
-    ran = [] if ran is None else ran
-
-    def execute(args, signal):
-        ran.append(args["path"])
-        if hook:
-            hook(args)
-        if args["path"] not in files:
-            return {"output": f"Error: {args['path']} not found", "isError": True}
-        return {"output": files[args["path"]]}
-
-    return {"name": "read", "description": "Read a file", "parameters": READ_SCHEMA, "execute": execute}
-
-
-def run(ink, provider, tools, **options):
-    history = options.pop("history", [])
-    events = []
-    result = ink.loop.run_agent_loop(
-        provider=provider,
-        model="test-model",
-        system="You are ink.",
-        tools=tools,
-        history=history,
-        user_message=options.pop("user_message", "读取 README.md,告诉我项目怎样启动"),
-        on_event=options.pop("on_event", events.append),
-        **options,
-    )
-    return result, history, events
-
-
-def results_of(history):
-    return [r for m in history if m["role"] == "toolResult" for r in m["results"]]
+from ink_py.course.checks.helpers import ScriptedProvider, fixture_bytes, provider_in, sse, text_reply, tool_reply
+from ink_py.course.checks.test_loop import fake_read, results_of, run
 
 
 def test_the_readme_task_end_to_end(ink):
@@ -99,78 +57,6 @@ def test_two_interleaved_reads_both_run_in_call_order(ink):
     result, history, _ = run(ink, provider, [fake_read(files, ran)])
     assert ran == ["README.md", "package.json"]
     assert [(r["toolCallId"], r["content"]) for r in results_of(history)] == [("t1", "readme"), ("t2", "{}")]
-    assert result["stopReason"] == "completed"
-
-
-@pytest.mark.ex8
-def test_max_tokens_with_tool_calls_runs_none_and_asks_for_them_again(ink):
-    ran = []
-    provider = ScriptedProvider(
-        ink, fixture_bytes("article/length_tool"), tool_reply(("t3", "read", '{"path":"README.md"}')), text_reply("ok")
-    )
-    result, history, events = run(ink, provider, [fake_read({"README.md": "x"}, ran)])
-    first_results = history[2]["results"]
-    assert [r["toolCallId"] for r in first_results] == ["t1", "t2"]  # even t1, whose arguments parsed
-    for r in first_results:
-        assert r["isError"] is True
-        assert "output token limit" in r["content"] and "Send the call again" in r["content"]
-    assert ran == ["README.md"]  # only the re-issued call of the next reply ran
-    assert result["stopReason"] == "completed" and result["turns"] == 3
-    ends = [e for e in events if e["type"] == "tool_end"]
-    assert [e["result"]["toolCallId"] for e in ends] == ["t1", "t2", "t3"]
-
-
-@pytest.mark.ex8
-def test_fail_tool_calls_from_truncated_message(ink):
-    calls = [
-        {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "README.md"}},
-        {"type": "toolCall", "id": "b", "name": "grep", "arguments": {"_parseError": "x", "raw": "{"}},
-    ]
-    results, events = [], []
-    ink.loop.fail_tool_calls_from_truncated_message(calls, results, events.append)
-    summary = [(r["toolCallId"], r["toolName"], r["isError"]) for r in results]
-    assert summary == [("a", "read", True), ("b", "grep", True)]
-    assert all("may be truncated" in r["content"] and "not run" in r["content"] for r in results)
-    assert [e["type"] for e in events] == ["tool_start", "tool_end", "tool_start", "tool_end"]
-
-
-@pytest.mark.ex8
-def test_a_refused_call_stays_in_the_history_as_the_model_sent_it(ink):
-    """Each refused call gets its own result; the call itself is not changed — the history keeps
-    what the model asked for, so it can send the same call again, complete.
-
-    中文:每个被拒绝的调用各得一条结果;调用本身不改 —— 历史里保留模型当初请求的样子,它才能把同一个调用完整地重发。
-    """
-    calls = [
-        {"type": "toolCall", "id": "a", "name": "read", "arguments": {"path": "README.md"}},
-        {"type": "toolCall", "id": "b", "name": "read", "arguments": {"_parseError": "x", "raw": '{"path'}},
-    ]
-    before = copy.deepcopy(calls)
-    results = []
-    ink.loop.fail_tool_calls_from_truncated_message(calls, results, None)
-    assert calls == before
-    assert [r["toolCallId"] for r in results] == ["a", "b"]
-
-
-@pytest.mark.ex8
-def test_max_tokens_without_tool_calls_completes_truncated(ink):
-    provider = ScriptedProvider(ink, fixture_bytes("article/length_text"))
-    result, history, _ = run(ink, provider, [fake_read({})])
-    assert result["stopReason"] == "completed"  # the loop is done…
-    assert result["truncated"] is True  # …but the answer is not whole
-    assert history[-1]["stopReason"] == "max_tokens"
-
-
-@pytest.mark.ex7
-def test_arguments_that_are_not_json_are_blocked_with_the_reason(ink):
-    ran = []
-    provider = ScriptedProvider(ink, fixture_bytes("article/invalid_json"), text_reply("sorry"))
-    result, history, _ = run(ink, provider, [fake_read({"README.md": "x"}, ran)])
-    [r] = results_of(history)
-    assert ran == []
-    assert r["isError"] is True
-    assert "not valid JSON" in r["content"] and '{\\"path\\":\\"README.md\\"' in r["content"]
-    assert "Send the call again" in r["content"]
     assert result["stopReason"] == "completed"
 
 
@@ -230,37 +116,6 @@ def test_max_turns_stops_and_closes_the_dangling_calls(ink):
         ],
     }
     assert result["usage"] == {"inputTokens": 300, "outputTokens": 30, "cacheReadTokens": 0}
-
-
-@pytest.mark.ex6
-def test_abort_mid_stream_stops_without_an_assistant_message(ink):
-    controller = ink.abort.AbortController()
-
-    def stalled_reply(request):
-        yield fixture_bytes("article/abort")
-        controller.abort()  # Ctrl-C while the next read is pending
-        raise ConnectionResetError("closed by abort")
-
-    provider = ScriptedProvider(ink, stalled_reply)
-    result, history, events = run(ink, provider, [fake_read({})], signal=controller.signal)
-    assert result["stopReason"] == "aborted" and result["turns"] == 0
-    assert [m["role"] for m in history] == ["user"]
-    assert "message_end" not in [e["type"] for e in events]
-
-
-@pytest.mark.ex6
-def test_abort_between_tools_answers_the_calls_that_never_ran(ink):
-    controller = ink.abort.AbortController()
-    ran = []
-    provider = ScriptedProvider(ink, tool_reply(("c1", "read", '{"path": "a"}'), ("c2", "read", '{"path": "b"}')))
-    tool = fake_read({"a": "x", "b": "y"}, ran, hook=lambda args: controller.abort())
-    result, history, _ = run(ink, provider, [tool], signal=controller.signal)
-    assert ran == ["a"]
-    assert results_of(history) == [
-        {"toolCallId": "c1", "toolName": "read", "content": "x", "isError": False},
-        {"toolCallId": "c2", "toolName": "read", "content": "(interrupted before this tool ran)", "isError": True},
-    ]
-    assert result["stopReason"] == "aborted" and result["turns"] == 1
 
 
 def test_a_stream_without_message_end_is_an_error(ink):

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .helpers import run_assembly, sse, text_reply
+from ink_py.course.checks.helpers import run_assembly, sse, text_reply
+
 from .raw_servers import ink_py_against, one_error_line, sse_server
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import ROOT, cli_env, sse
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import sse
+
+from .helpers import ROOT, cli_env
 
 README = "# 演示项目 — demo\n\n```sh\nmake run\n```\n"
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell shows for `yes | head -1`

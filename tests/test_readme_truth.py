@@ -275,6 +275,16 @@ def test_usage_says_how_each_client_reaches_the_built_in_model_as_the_client_mat
     assert "ink-py serve-model --port 8765" in DOCS["usage"].read_text(encoding="utf-8")  # the port shown
 
 
+def test_usage_names_each_responses_clients_switch_for_previous_response_id() -> None:
+    """The second table under the same heading: one row for every Responses client the matrix runs chained."""
+    from .clients.common import CONNECTIONS
+
+    section = DOCS["usage"].read_text(encoding="utf-8").split("## Use the built-in model from your own client")[1]
+    table = section.split("| client | its second turn by `previous_response_id` |")[1].split("\n\n")[0]
+    named = {client for line in table.splitlines()[2:] for client in line.split(" | ")[0].strip("| ").split(", ")}
+    assert named == {client for client, dialect in CONNECTIONS if dialect == "openai-responses"}
+
+
 def test_dialects_shows_what_each_client_did_with_the_two_faults_as_the_matrix_found() -> None:
     from .test_client_matrix import REPORTED
 

@@ -27,6 +27,8 @@ import pytest
 import requests
 
 from ink_py.core.abort import AbortController
+from ink_py.course.checks.fake_server import FakeModelServer, Pause, Reply
+from ink_py.course.checks.helpers import sse, text_reply, tool_reply
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
@@ -38,8 +40,7 @@ from ink_py.second_article.runs import MemoryRuns
 from ink_py.second_article.stream import RETRY, SseBody
 from ink_py.second_article.wsgi_server import peer_closed
 
-from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import ROOT, cli_env, ctrl_c_reaches_children, sse, text_reply, tool_reply
+from .helpers import ROOT, cli_env, ctrl_c_reaches_children
 from .raw_servers import RawServer
 
 README = "# demo\n\nA tiny project.\n\n```sh\npip install -e .\ndemo --help\n```\n"
@@ -61,10 +62,18 @@ def scripted_model() -> Iterator[ModelServer]:
         yield model
 
 
-def start_relay(base_url: str, workspace: Path, api_key: str | None = None, **settings: Any) -> RelayServer:
-    """A relay on 127.0.0.1 (port 0) in front of the model at ``base_url``, started; the caller closes it."""
-    return make_relay_server(
-        provider_factory=lambda: OpenAICompletionsProvider(base_url, api_key),
+def start_relay(
+    base_url: str, workspace: Path, api_key: str | None = None, ink: Any = None, **settings: Any
+) -> RelayServer:
+    """A relay on 127.0.0.1 (port 0) in front of the model at ``base_url``, started; the caller closes it.
+    Given ``ink``, the relay and its provider are that implementation's (a student's copy under --impl)."""
+    make, provider = (
+        (make_relay_server, OpenAICompletionsProvider)
+        if ink is None
+        else (ink.relay.make_relay_server, ink.openai_completions.OpenAICompletionsProvider)
+    )
+    return make(
+        provider_factory=lambda: provider(base_url, api_key),
         model="test-model",
         workspace=workspace,
         **settings,

@@ -7,13 +7,16 @@ the README question asked from the page — the answer streamed into #output, th
 call on its own line in #tools, the button disabled while streaming and enabled again
 by ``done`` — a tab that navigates away mid-answer stopping the run on the server, and
 (issue 27) a connection a proxy drops mid-answer: the page reconnects by itself and shows
-the whole answer exactly once; the stop button; a reloaded page offering the rest.
+the whole answer exactly once; the stop button; a reloaded page offering the rest; (issue 33)
+an answer gone while the network slept past INK_RUN_TTL offered again as a new run, and a
+question refused for too many runs at once.
 """
 
 from __future__ import annotations
 
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,12 +25,14 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import text_reply, tool_reply
 from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
+from ink_py.second_article.quotas import Quotas
 from ink_py.second_article.relay import RelayApp, RelayServer, make_relay_server, run_settings
+from ink_py.second_article.runs import MemoryRuns
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import text_reply, tool_reply
 from .redis_servers import SlowProxy, read_events
 
 try:
@@ -402,3 +407,85 @@ def test_a_reloaded_page_offers_the_rest_of_its_unfinished_answer(browser, relay
     browser.refresh()
     time.sleep(0.3)
     assert not browser.find_element(By.ID, "resume").is_displayed()  # a finished answer is not offered again
+
+
+# ── issue 33: an answer gone while the laptop slept; a question refused ─────────────────
+
+
+class SleepingProxy(DroppingProxy):
+    """A DroppingProxy whose network goes to sleep with the cut: every connection it holds is closed
+    and, while ``asleep`` is set, every new one at once — EventSource retrying in vain."""
+
+    def __init__(self, texts: int) -> None:
+        self.asleep, self.clients, self.slept = threading.Event(), [], False
+        super().__init__(texts)
+
+    def admit(self, client: socket.socket) -> bool:
+        self.clients.append(client)
+        return not self.asleep.is_set()
+
+    def down(self, upstream: socket.socket, client: socket.socket) -> None:
+        super().down(upstream, client)
+        if self.dropped and not self.slept:  # the cut: the laptop sleeps, its idle connections die too
+            self.slept = True
+            self.asleep.set()
+            for other in self.clients:
+                try:
+                    other.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def test_an_answer_gone_while_the_laptop_slept_is_asked_again_as_a_new_run(browser, tmp_path) -> None:
+    (tmp_path / "README.md").write_text(README, encoding="utf-8")
+    proxy = SleepingProxy(texts=6)
+    with start_model_server(port=0, delay=0.03) as model:
+        settings = run_settings(
+            provider_factory=lambda: OpenAICompletionsProvider(model.base_url), model="ink-scripted", workspace=tmp_path
+        )
+        runs = MemoryRuns(ttl=1.0, grace=0.3)  # INK_RUN_TTL and INK_RESUME_GRACE, short for the test
+        relay = RelayServer(("127.0.0.1", 0), RelayApp(settings, run_log=runs, hosts=[f"127.0.0.1:{proxy.port}"]))
+        relay.start()
+        proxy.target = relay.server_address[1]
+        try:
+            browser.get(f"http://127.0.0.1:{proxy.port}/")
+            browser.find_element(By.ID, "send").click()
+            wait_for(browser, proxy.asleep.is_set, "the cut")
+            session, old = browser.execute_script("return [session, run.id]")
+            wait_for(browser, lambda: runs.status((session, old)).state == "unknown", "the answer to expire")
+            proxy.asleep.clear()  # the laptop wakes: EventSource reconnects with Last-Event-ID
+            again = browser.find_element(By.ID, "again")
+            wait_for(browser, again.is_displayed, "the offer to ask again")
+            assert text_of(browser, "status").startswith("状态：出错：这个回答已经不在服务器上了")
+            asked = len(model.requests)
+            again.click()
+            wait_done(browser)
+            assert browser.execute_script("return run.id") != old  # a new run, never the old id again
+            assert len(model.requests) > asked and not again.is_displayed()  # asked anew
+            assert [record["stopReason"] for record in relay.runs] == ["aborted", "completed"]  # no one came back
+        finally:
+            relay.close()
+            proxy.close()
+
+
+def test_a_question_refused_for_too_many_runs_says_to_try_later(browser, tmp_path) -> None:
+    with start_model_server(port=0, scenario="slow", delay=0) as model:
+        relay = make_relay_server(
+            provider_factory=lambda: OpenAICompletionsProvider(model.base_url), model="m", workspace=tmp_path,
+            quotas=Quotas(runs_per_client=1),
+        ).start()  # fmt: skip
+        try:
+            other = requests.get(
+                f"{relay.url}chat/stream", params={"query": "讲一段慢慢的回答"}, stream=True, timeout=30
+            )
+            next(other.iter_content(chunk_size=None))  # this address already has its one run going
+            browser.get(relay.url)
+            browser.find_element(By.ID, "send").click()
+            wait_for(browser, lambda: "稍后再试" in text_of(browser, "status"), "the refusal")
+            assert (
+                text_of(browser, "status") == "状态：服务器现在不接受这个问题(这个地址的请求太多,或服务器繁忙),稍后再试"
+            )
+            assert browser.find_element(By.ID, "send").is_enabled() and browser.execute_script("return es") is None
+            other.close()
+        finally:
+            relay.close()

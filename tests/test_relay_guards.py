@@ -4,13 +4,19 @@ Over real HTTP on 127.0.0.1 (port 0), the relay in front of the built-in scripte
 raw server: a missing, empty or too long question and a malformed session get a JSON error;
 other sites (``Sec-Fetch-Site``, ``Origin``) and foreign host names get 403; traversal and
 odd methods are refused; the page is served with a CSP that runs only its own script, never
-in a frame, and model text reaches it only as JSON text. Every wait is bounded.
+in a frame, and model text reaches it only as JSON text; (issue 33) the prefix redirect stays on
+this site whatever SCRIPT_NAME holds, as a browser's URL parser reads it (node's WHATWG URL),
+host names compare in any case, and a store that failed is "unavailable" to the client while
+the server's log (wsgi.errors) says why. Every wait is bounded.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +24,13 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.helpers import text_reply
 from ink_py.scripted.server import start_model_server
 from ink_py.second_article.guards import MAX_QUERY_CHARS
 from ink_py.second_article.relay import RelayApp, RelayServer, run_settings
 
-from .helpers import text_reply
 from .raw_servers import raw_request, sse_server
+from .redis_servers import NEEDS_REDIS, RedisServer
 from .test_relay import WAIT_SECONDS, open_stream, read_all, start_relay
 
 
@@ -136,19 +143,22 @@ def test_a_foreign_origin_is_refused_even_without_sec_fetch_site(relay: RelaySer
         (b"GET /../../etc/passwd HTTP/1.1", b"404"),
         (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1", b"404"),
         (b"GET /page.html/../../relay.py HTTP/1.1", b"404"),
-        (b"PUT / HTTP/1.1", b"501"),
-        (b"DELETE /chat/stream HTTP/1.1", b"501"),
-        (b"TRACE / HTTP/1.1", b"501"),
-        (b"BREW / HTTP/1.1", b"501"),
+        (b"PUT / HTTP/1.1", b"405"),  # every method reaches the application, which says what it takes
+        (b"DELETE /chat/stream HTTP/1.1", b"405"),
+        (b"TRACE / HTTP/1.1", b"405"),
+        (b"BREW / HTTP/1.1", b"405"),
+        (b"GET /chat/stop HTTP/1.1", b"405"),
     ],
 )
 def test_traversal_and_odd_methods_are_refused(relay: RelayServer, request_line: bytes, status: bytes) -> None:
     port = relay.server_address[1]
-    reply = raw_request(port, request_line + b"\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n\r\n" % port)
+    head = b"\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % port
+    reply = raw_request(port, request_line + head)
     assert reply.split(b" ")[1] == status, reply[:200]
     assert b"root:" not in reply and b"import " not in reply
-    if status != b"501":
-        assert "error" in json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert "error" in json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    if status == b"405":  # RFC 9110 §15.5.6: a 405 says which methods the resource takes
+        assert (b"\r\nAllow: POST\r\n" if b"/chat/stop" in request_line else b"\r\nAllow: GET\r\n") in reply
 
 
 # ── the page ────────────────────────────────────────────────────────────────────────────
@@ -186,12 +196,79 @@ def test_a_path_that_is_not_found_is_quoted_as_it_was_asked(relay: RelayServer) 
     assert missing.status_code == 404 and missing.json()["error"].startswith("not found: /读我 (try ./")
 
 
-@pytest.mark.parametrize(
-    ("script_name", "location"), [("/ink", "/ink/"), ("", "/"), ("//evil.example", "/evil.example/")]
-)
-def test_the_prefix_redirect_stays_on_this_site(script_name: str, location: str) -> None:
+PREFIXES = [  # SCRIPT_NAME, as a server (or, under gunicorn, a request header) may hand it on → Location
+    ("/ink", "/ink/"),
+    ("", "/"),
+    ("/", "/"),
+    ("//evil.example", "/evil.example/"),
+    ("///evil.example", "/evil.example/"),
+    ("/\\evil.example", "/%5Cevil.example/"),  # browsers read /\evil as //evil
+    ("\\\\evil.example", "/%5C%5Cevil.example/"),
+    ("/\t/evil.example", "/%09/evil.example/"),  # WHATWG URLs drop tabs and newlines
+    ("/\n/evil.example", "/%0A/evil.example/"),
+    ("/ /evil.example", "/%20/evil.example/"),
+    ("http://evil.example", "/http:/evil.example/"),
+    ("/http:evil.example", "/http:evil.example/"),
+    ("/ink/../../evil", "/ink/../../evil/"),  # dot segments: resolved on this host all the same
+    ("/ink?x=1#y", "/ink%3Fx=1%23y/"),
+    ("/%2F%2Fevil.example", "/%252F%252Fevil.example/"),
+    ("/\u00e9t\u00e9", "/%E9t%E9/"),  # PEP 3333: a byte per character
+]
+
+
+def redirect_for(script_name: str) -> str:
+    """The Location the relay answers a request for its prefix without the slash."""
     app = RelayApp(run_settings(provider_factory=lambda: None, model="m", workspace="."))
     said: list[Any] = []
     environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "", "SCRIPT_NAME": script_name, "SERVER_NAME": "127.0.0.1"}
     app({**environ, "SERVER_PORT": "8000", "HTTP_HOST": "127.0.0.1:8000"}, lambda *args: said.append(args))
-    assert said[0][0].startswith("308") and dict(said[0][1])["Location"] == location
+    assert said[0][0].startswith("308")
+    return str(dict(said[0][1])["Location"])
+
+
+@pytest.mark.parametrize(("script_name", "location"), PREFIXES)
+def test_the_prefix_redirect_stays_on_this_site(script_name: str, location: str) -> None:
+    assert redirect_for(script_name) == location
+
+
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node for WHATWG URL parsing (apt-get install nodejs)")
+def test_every_redirect_resolves_to_this_site_as_a_browser_reads_it() -> None:
+    """Node's URL is the WHATWG parser browsers use: each Location, resolved against the page, stays here."""
+    locations = [redirect_for(script_name) for script_name, _ in PREFIXES]
+    script = "for (const l of JSON.parse(process.argv[1])) console.log(new URL(l, 'http://127.0.0.1:8000/ink').host)"
+    done = subprocess.run([str(NODE), "-e", script, json.dumps(locations)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["127.0.0.1:8000"] * len(locations)
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Host": "LOCALHOST:{port}"}, {"Host": "LocalHost:{port}", "Origin": "http://LOCALHOST:{port}"}]
+)
+def test_host_names_compare_in_any_case(relay: RelayServer, headers: dict[str, str]) -> None:
+    port = relay.server_address[1]
+    given = {name: value.format(port=port) for name, value in headers.items()}
+    response = requests.get(relay.url, headers=given, timeout=WAIT_SECONDS)
+    assert response.status_code == 200
+
+
+@pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
+def test_a_client_is_told_the_store_is_unavailable_and_the_log_is_told_why(tmp_path: Path) -> None:
+    from ink_py.second_article.redis_client import connect_redis
+    from ink_py.second_article.stores import redis_stores
+
+    doomed = RedisServer(tmp_path / "redis")
+    conversations, runs = redis_stores(connect_redis(doomed.url), 600, 10.0)
+    doomed.kill()  # Redis goes away after the relay started
+    settings = run_settings(provider_factory=lambda: None, model="m", workspace=".")
+    for store, run_log, what in [(conversations, None, "conversation"), (None, runs, "run")]:
+        app, log, said = RelayApp(settings, store, run_log=run_log), io.StringIO(), []
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/chat/stream", "SERVER_NAME": "127.0.0.1"}
+        environ |= {"QUERY_STRING": "query=hi&session=session-1", "SERVER_PORT": "8000", "wsgi.errors": log}
+        body = b"".join(app(environ, lambda *args, said=said: said.append(args)))
+        assert said[0][0] == "503 Service Unavailable" and dict(said[0][1])["Retry-After"] == "5"
+        assert json.loads(body) == {"error": f"the {what} store is unavailable"}  # not Redis's address
+        [line] = log.getvalue().splitlines()
+        assert line.startswith("ink-py serve: ") and f"127.0.0.1:{doomed.port}" in line  # the log has it

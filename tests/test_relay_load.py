@@ -2,7 +2,8 @@
 
 Run as a user runs it, on the contender that needs nothing optional (``--relays serve``) and
 tiny sizes: with output to a pipe, one plain line per stage, each with the time so far, and
-the result files written whole; with output to a terminal (a pty), the same lines rewritten in
+the result files written whole, the flood's others all completed and its flooder refused; with
+output to a terminal (a pty), the same lines rewritten in
 place; interrupted mid-stage with SIGINT, exit 130, one line saying nothing was written, no
 result file and no temporary file in the output folder, and no server left running.
 """
@@ -19,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from .addresses import NEEDS_LOOPBACKS
 from .helpers import ROOT, ctrl_c_reaches_children
 
 # A mark, not a module-level skip: a run that deselects these tests (pytest -m ex1) does not report them.
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty and SIGINT delivery")
 
 BENCH = [sys.executable, str(ROOT / "benchmarks" / "relay_load.py"), "--relays", "serve"]
-QUICK = ["--sizes", "3", "--storm", "3", "--latency-events", "40"]
+QUICK = ["--sizes", "3", "--storm", "3", "--latency-events", "40", "--flood", "3"]
 WAIT_SECONDS = 120.0  # an upper bound on a run, never a speed check
 LINE = re.compile(r"^\[ *\d+\.\ds\] ")
 
@@ -50,6 +52,11 @@ def test_progress_is_one_plain_line_per_stage_and_the_results_are_written_whole(
     assert any(line.startswith("| ink-py serve | 3 | 3 | 0 | 0 | 0 |") for line in said)  # all three completed
     assert any(line.startswith("latency per event: memory p50 ") for line in said)
     assert "resume storm · ink-py serve: lost 0, duplicated 0" in said
+    flood = [line for line in said if line.startswith("flood · ink-py serve: ")]
+    if NEEDS_LOOPBACKS is None:  # the flooder from its own address, beyond its quotas: refused, others whole
+        [line] = flood
+        assert line.startswith("flood · ink-py serve: others completed 3/3, aborted 0, p95 first text ")
+        assert int(line.split("the flooder got ")[1].split(" × 429")[0]) > 0
     assert said[-1] == f"wrote {tmp_path / 'relay_load.md'}"
     assert "\r" not in done.stderr  # no terminal control in a pipe
     names = sorted(path.name for path in tmp_path.iterdir())
@@ -61,7 +68,8 @@ def test_on_a_terminal_the_line_is_rewritten_in_place(tmp_path: Path) -> None:
 
     ours, theirs = pty.openpty()
     env = in_scratch(tmp_path)
-    process = subprocess.Popen([*BENCH, *QUICK, "--out", str(tmp_path)], stdout=theirs, stderr=theirs, env=env)
+    argv = [*BENCH, *QUICK, "--flood", "0", "--out", str(tmp_path)]
+    process = subprocess.Popen(argv, stdout=theirs, stderr=theirs, env=env)
     os.close(theirs)
     seen = b""
     while True:
@@ -80,7 +88,7 @@ def test_on_a_terminal_the_line_is_rewritten_in_place(tmp_path: Path) -> None:
 
 def test_ctrl_c_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     out, scratch = tmp_path / "results", tmp_path / "scratch"
-    argv = [*BENCH, "--sizes", "200", "--storm", "3", "--latency-events", "40", "--out", str(out)]
+    argv = [*BENCH, "--sizes", "200", "--storm", "3", "--latency-events", "40", "--flood", "0", "--out", str(out)]
     env = in_scratch(tmp_path)  # and its servers are found by it
     with ctrl_c_reaches_children():
         process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)

@@ -4,7 +4,8 @@ A real ``redis-server`` (started here, on a free port, nothing on disk) and two 
 processes with ``INK_REDIS_URL`` stand for two machines behind a load balancer. A stream
 started on one and cut after a few events resumes on the other — ``Last-Event-ID`` or ``after=``
 — with exactly the events it missed, one run only; a second client joins on the other; after
-the end, 204; stop works from the other host; a run no one comes back to is aborted after
+the end, 204; an answer Redis expired or evicted is one error on both hosts, never a second
+run; stop works from the other host; a run no one comes back to is aborted after
 ``INK_RESUME_GRACE`` (its model request closed); a worker killed with SIGKILL is noticed (its
 readers get a last ``error`` event, never a hang); Redis killed mid-run ends the stream with
 an ``error`` event while the worker keeps serving; every key has an expiry; another session
@@ -30,12 +31,13 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py.course.checks.helpers import sse
 from ink_py.scripted.server import start_model_server
-from ink_py.second_article.follow import DEAD_PRODUCER
+from ink_py.second_article.follow import DEAD_PRODUCER, LOST
 from ink_py.second_article.producer import STOPPED
 from ink_py.second_article.runs import GONE
 
-from .helpers import ROOT, ctrl_c_reaches_children, sse
+from .helpers import ROOT, ctrl_c_reaches_children
 from .raw_servers import SSE_HEAD, RawServer
 from .redis_servers import NEEDS_REDIS, RedisServer, cut_after, events_of, model_switch, read_events
 from .test_relay import README, README_QUESTION
@@ -193,6 +195,27 @@ def test_another_session_can_neither_read_nor_join_a_run(hosts: Hosts) -> None:
     assert read_events(stream(hosts.b, session=session, run=run, after=0)) == events  # the owner still can
 
 
+@pytest.mark.parametrize("how", ["expired", "evicted"])
+def test_a_resume_of_an_answer_redis_no_longer_has_is_one_error_on_both_hosts(hosts: Hosts, how: str) -> None:
+    session, run = new_id(), new_id()
+    events = read_events(stream(hosts.a, query=README_QUESTION, session=session, run=run))
+    assert events[-1]["event"] == "done"
+    client = hosts.redis.client()
+    keys = [f"ink:run:{{{session}/{run}}}", f"ink:log:{{{session}/{run}}}"]
+    for key in keys:
+        client.pexpire(key, 1) if how == "expired" else client.delete(key)  # Redis's expiry, or its eviction
+    deadline = time.monotonic() + WAIT_SECONDS
+    while client.exists(*keys):
+        assert time.monotonic() < deadline, "Redis kept keys that had expired"
+        time.sleep(0.01)  # expired keys go within milliseconds
+    asked = len(hosts.readme.requests)
+    for host in (hosts.a, hosts.b):  # the producing host (a) as well as the other
+        for resume in ({"last_event_id": 3}, {"after": 3}):
+            got = read_events(stream(host, query=README_QUESTION, session=session, run=run, **resume))
+            assert got == [{"id": None, "event": "error", "data": {"message": GONE}}]
+    assert len(hosts.readme.requests) == asked  # never a second run
+
+
 # ── faults ──────────────────────────────────────────────────────────────────────────────
 
 
@@ -242,10 +265,11 @@ def test_redis_lost_mid_run_ends_the_stream_with_an_error_and_the_worker_keeps_s
         both.redis.kill()
         events = events_of(received + b"".join(pieces))
         assert events[-1]["event"] == "error" and events[-1]["id"] is None
-        assert events[-1]["data"]["message"].startswith("the relay lost its run store (")
+        assert events[-1]["data"]["message"] == LOST  # never Redis's address: the log has it
         assert requests.get(both.a.url, timeout=WAIT_SECONDS).status_code == 200  # the worker serves on
         refused = stream(both.b, query=README_QUESTION, run=new_id())
-        assert refused.status_code == 503 and "unavailable" in refused.json()["error"]
+        assert refused.status_code == 503 and refused.json() == {"error": "the run store is unavailable"}
+        assert refused.headers["Retry-After"] == "5"
     finally:
         logs = both.close()
     for log in logs:

@@ -31,12 +31,13 @@ from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.second_article import runs as runs_module
 from ink_py.second_article.follow import TRIMMED
 from ink_py.second_article.producer import STOPPED
+from ink_py.second_article.quotas import DEFAULTS, Quotas
 from ink_py.second_article.relay import RelayServer, make_relay_server
 from ink_py.second_article.runs import GONE, MemoryRuns, RunLog
 from ink_py.second_article.sessions import Conversations, SessionStore
 
 from .raw_servers import SSE_HEAD, RawServer
-from .redis_servers import NEEDS_REDIS, RedisServer, SlowProxy, cut_after, read_events, read_until
+from .redis_servers import NEEDS_REDIS, RedisServer, SlowProxy, cut_after, module_redis, read_events, read_until
 from .test_relay import README, README_QUESTION
 
 WAIT_SECONDS = 30.0  # an upper bound on any one wait, never a speed check
@@ -44,11 +45,7 @@ needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or 
 Stores = Callable[..., tuple[SessionStore, RunLog]]
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.kill()
+redis_server = module_redis()
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=needs_redis)])
@@ -67,25 +64,26 @@ def stores(request: pytest.FixtureRequest) -> Stores:
     return lambda grace=10.0, url=None: redis_stores(url or server.url, 600, grace)
 
 
-def redis_stores(url: str, ttl: int, grace: float) -> tuple[SessionStore, RunLog]:
+def redis_stores(url: str, ttl: int, grace: float, quotas: Quotas = DEFAULTS) -> tuple[SessionStore, RunLog]:
     """Conversations and run logs on the Redis at ``url``: one host's."""
     from ink_py.second_article.redis_client import connect_redis
-    from ink_py.second_article.redis_conversations import RedisConversations
-    from ink_py.second_article.redis_runs import RedisRuns
+    from ink_py.second_article.stores import redis_stores as stores_on
 
-    client = connect_redis(url)
-    return RedisConversations(client), RedisRuns(client, ttl, grace)
+    return stores_on(connect_redis(url), ttl, grace, quotas)
 
 
-def redis_relay(url: str, model: ModelServer, workspace: Path, ttl: int = 600) -> RelayServer:
+def redis_relay(
+    url: str, model: ModelServer, workspace: Path, ttl: int = 600, quotas: Quotas = DEFAULTS
+) -> RelayServer:
     """A relay (started) on the Redis at ``url``, in front of ``model``: one host."""
-    store, run_log = redis_stores(url, ttl, 10.0)
+    store, run_log = redis_stores(url, ttl, 10.0, quotas)
     return make_relay_server(
         provider_factory=lambda: OpenAICompletionsProvider(model.base_url),
         model="m",
         workspace=workspace,
         store=store,
         run_log=run_log,
+        quotas=quotas,
     ).start()
 
 
@@ -248,7 +246,7 @@ def read_events_from(received: bytes, pieces: Iterator[bytes]) -> list[dict[str,
 
 def test_a_run_no_one_comes_back_to_is_aborted_after_the_grace(hosts) -> None:
     def first_word_then_silence(conn: Any, model: RawServer) -> None:
-        from .helpers import sse
+        from ink_py.course.checks.helpers import sse
 
         model.read_request(conn)
         conn.sendall(SSE_HEAD + sse({"choices": [{"index": 0, "delta": {"content": "一"}}]}))
@@ -368,7 +366,7 @@ def test_every_redis_key_has_an_expiry_while_running_and_after(redis_server: Red
         finally:
             relay.close()
     kinds = {key.split(":")[1] for key in running} | {key.split(":")[1] for key in ended}
-    assert {"run", "log", "seen", "lock"} <= kinds and "conv" in {key.split(":")[1] for key in ended}
+    assert {"run", "log", "conv", "runs"} <= kinds  # a run, its log, its conversation, its client's runs
     for keys in (running, ended):
         assert all(ttl > 0 for ttl in keys.values()), keys  # PTTL -1 would be a key kept for ever
     runs_left = [ttl for key, ttl in ended.items() if key.startswith(("ink:run:", "ink:log:"))]
@@ -390,13 +388,15 @@ def test_a_resume_from_before_a_capped_logs_oldest_event_says_so(hosts, model, m
 
 @needs_redis
 def test_a_resume_storm_while_redis_is_slow_loses_nothing_and_each_fails_once_when_it_is_too_slow(
-    redis_server: RedisServer, workspace
+    redis_server: RedisServer, workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("INK_MAX_CONNECTIONS_PER_CLIENT", "0")  # 60 readers at once, all from 127.0.0.1
     redis_server.client().flushdb()
     slow = SlowProxy(redis_server.port, 0.01)  # every reply 10 ms late
     with start_model_server(port=0, delay=0) as model:
         far_url = f"redis://127.0.0.1:{slow.port}/0"  # the second host reaches Redis slowly
-        relays = [redis_relay(url, model, workspace) for url in (redis_server.url, far_url)]
+        many = Quotas(readers_per_run=100)  # 60 readers of one run at once: beyond INK_MAX_READERS_PER_RUN
+        relays = [redis_relay(url, model, workspace, quotas=many) for url in (redis_server.url, far_url)]
         first, far = relays
         try:
             session, run = new_id(), new_id()
@@ -432,4 +432,4 @@ def test_a_resume_storm_while_redis_is_slow_loses_nothing_and_each_fails_once_wh
             slow.close()
     for status, body in answers:
         assert (status, len(body)) == (503, 1), (status, body)  # one clear error each
-        assert body[0]["error"].startswith("the run store is unavailable: ")
+        assert body[0]["error"] == "the run store is unavailable"  # Redis's words, its address: the log's

@@ -4,10 +4,12 @@ Each test starts the server as its own process on 127.0.0.1 (port 0, read back f
 log), with its settings in the environment as a deployer gives them: the page and a
 stream end to end, mounted under a path prefix too; a browser that leaves after the first
 text stops the model request within a few seconds (found by a failed keep-alive write);
-a foreign Origin or Host gets 403; bad input is refused before any model is asked and no
-error shows the key; with ``gunicorn -w 2`` and ``INK_SESSION_DB`` a conversation's
-follow-ups see its history whichever worker answers. Skips, saying why, when gunicorn or
-waitress is not installed (``pip install -e '.[ci]'``); gunicorn does not run on Windows.
+a reader that never reads is dropped after ``INK_SEND_TIMEOUT`` (and ``ink-py serve`` beside
+them), so its thread serves others; a foreign Origin or Host gets 403; bad input is refused
+before any model is asked and no error shows the key; with ``gunicorn -w 2`` and
+``INK_SESSION_DB`` a conversation's follow-ups see its history whichever worker answers.
+Skips, saying why, when gunicorn or waitress is not installed (``pip install -e '.[ci]'``);
+gunicorn does not run on Windows.
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ from typing import Any
 import pytest
 import requests
 
+from ink_py import bounded_server
+from ink_py.course.checks.helpers import sse
+from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
+from ink_py.second_article.relay import make_relay_server
 
-from .helpers import ROOT, sse
-from .raw_servers import SSE_HEAD, RawServer, sse_server
+from .helpers import ROOT
+from .raw_servers import SSE_HEAD, RawServer, end_process, sse_server
 from .test_relay import README, README_QUESTION, named, read_all, streamed_text
 
 WAIT_SECONDS = 15.0  # an upper bound on waiting for a process, never a speed check
@@ -44,15 +50,17 @@ COMMANDS = {  # how a deployer starts each server (port 0: any free one, read ba
         "gunicorn",
         "-k",
         "gthread",
-        "--threads",
-        "8",
+        "--threads=8",
         "--limit-request-line",
         "0",
         "-b",
         "127.0.0.1:0",
         f"{APP}()",
     ],  # a 4000-character question is a 36 KB URL: 4094 is too few
-    "waitress": [sys.executable, "-m", "waitress", "--threads=8", "--listen=127.0.0.1:0", "--call", APP],
+    "waitress": [
+        *(sys.executable, "-m", "waitress", "--threads=8", "--channel-request-lookahead=1"),
+        *("--outbuf-high-watermark=262144", "--listen=127.0.0.1:0", "--call", APP),
+    ],  # as docs/relay-wsgi.md runs it
 }
 LISTENING = re.compile(r"(?:Listening at|Serving on):? http://127\.0\.0\.1:(\d+)")
 
@@ -82,12 +90,7 @@ class Served:
         requests.get(self.url, timeout=WAIT_SECONDS)  # and one that answers means it is ready
 
     def stop(self) -> str:
-        self.process.terminate()
-        try:
-            self.process.wait(WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, WAIT_SECONDS)
         return self.log.read_text(errors="replace")
 
 
@@ -104,7 +107,7 @@ def serve(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Served]]:
     """``serve("gunicorn", OPENAI_BASE_URL=…, extra=[…])``: the relay under that server; stopped at the end."""
     started: list[Served] = []
 
-    def start(server: str, *, extra: tuple[str, ...] = (), **settings: str) -> Served:
+    def start(server: str, *, extra: tuple[str, ...] = (), threads: int = 8, **settings: str) -> Served:
         needs(server)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -114,7 +117,8 @@ def serve(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Served]]:
             "HOME": str(tmp_path),  # gunicorn's control socket goes there, not into the real home
             **settings,
         }
-        argv = COMMANDS[server][:3] + list(extra) + COMMANDS[server][3:]
+        command = [f"--threads={threads}" if arg == "--threads=8" else arg for arg in COMMANDS[server]]
+        argv = command[:3] + list(extra) + command[3:]
         started.append(Served(argv, env, tmp_path / f"{server}-{len(started)}.log"))
         return started[-1]
 
@@ -190,6 +194,71 @@ def test_a_browser_that_leaves_and_does_not_come_back_stops_the_model_request(se
         assert len(model.requests) == 1  # and no further model request was made
 
 
+# ── a reader that never reads ───────────────────────────────────────────────────────────
+
+
+def lots_of_text(conn: socket.socket) -> None:
+    """A model that streams about 9 MB of text at once: far more than the sockets' buffers hold."""
+    piece = sse({"choices": [{"index": 0, "delta": {"content": "字" * 2000}}]})
+    for _ in range(1500):
+        conn.sendall(piece)
+    conn.sendall(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"data: [DONE]\n\n")
+
+
+def answers_page(url: str, deadline: float) -> bool:
+    """Whether ``url`` answers 200 before ``deadline``, asking again while it is busy (503) or refuses."""
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url, timeout=max(deadline - time.monotonic(), 0.1)).status_code == 200:
+                return True
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)  # busy: ask again
+    return False
+
+
+@pytest.mark.parametrize("server", ["ink-py serve", "gunicorn", "waitress"])
+def test_a_reader_that_never_reads_is_dropped_after_the_send_timeout(
+    server: str, serve, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One thread (one handler slot), taken by a reader that reads the head and then nothing: with
+    ``INK_SEND_TIMEOUT=1`` the page answers again, well before the 30 s default, and the reader's
+    stream was cut off (no last chunk), not finished."""
+    with sse_server(lots_of_text) as model:
+        if server == "ink-py serve":
+            monkeypatch.setattr(bounded_server.BoundedServer, "max_handlers", 1)
+            relay = make_relay_server(
+                provider_factory=lambda: OpenAICompletionsProvider(model.base_url, None),
+                model="test-model",
+                workspace=workspace,
+                send_timeout=1.0,  # what app_for reads from INK_SEND_TIMEOUT
+            ).start()
+            url, port = relay.url, relay.host_and_port[1]
+        else:
+            served = serve(server, threads=1, **model_env(model, INK_SEND_TIMEOUT="1"))
+            url, port = served.url, served.port
+        try:
+            reader = socket.socket()
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, soon shut
+            reader.settimeout(WAIT_SECONDS)
+            reader.connect(("127.0.0.1", port))
+            reader.sendall(b"GET /chat/stream?query=hi HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+            received = reader.recv(1024)
+            assert received.startswith(b"HTTP/1.1 200 "), received  # the head: then it reads no more
+            assert answers_page(url, time.monotonic() + WAIT_SECONDS), "the reader still holds the only thread"
+            try:
+                while piece := reader.recv(1 << 20):  # what the buffers held, then the end
+                    received += piece
+            except ConnectionResetError:
+                pass
+            reader.close()
+            assert b"event: text" in received and not received.endswith(b"0\r\n\r\n")  # cut off, not finished
+            assert b"event: done" not in received
+        finally:
+            if server == "ink-py serve":
+                relay.close()
+
+
 # ── what is refused ─────────────────────────────────────────────────────────────────────
 
 
@@ -207,6 +276,7 @@ def test_foreign_sites_and_bad_input_are_refused_before_any_model_is_asked(serve
                 "other sites",
             ),
             (requests.get(stream, params={"query": "字" * 4001}), 413, "at most 4000"),
+            (requests.get(f"{stream}?query=" + "%E5%AD%97" * 25_000), 414, "at most 65536"),  # unparsed
             (requests.get(stream, params={"query": "hi", "session": "bad id!!"}), 400, "session must be"),
             (requests.get(stream, params={"query": " "}), 400, "empty"),
             (requests.post(stream, data=b"x" * 100_000), 405, "use GET"),

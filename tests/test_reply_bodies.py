@@ -10,8 +10,8 @@ import zlib
 
 import pytest
 
-from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import fixture_bytes
+from ink_py.course.checks.fake_server import FakeModelServer, Pause, Reply
+from ink_py.course.checks.helpers import fixture_bytes
 
 REQUEST = {"model": "m", "system": "You are ink.", "messages": [{"role": "user", "content": "hi"}]}
 TOOLS = [{"name": "read", "description": "read a file", "parameters": {"type": "object", "properties": {}}}]

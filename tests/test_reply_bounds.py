@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import requests
 
-from .helpers import ROOT, provider_in
+from ink_py.course.checks.helpers import provider_in
+
+from .helpers import ROOT
 from .raw_servers import RawServer, one_error_line, run_measured, sse_server
 from .test_chat import chat_env
 from .test_relay import read_all, start_relay
@@ -180,7 +182,7 @@ def test_the_relay_gets_the_bound(ink: Any, monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setattr(ink.shared, "MAX_REPLY_BYTES", 100_000)
     sent = {"bytes": 0}
     with sse_server(endless(*endless_reply("openai_completions", "text", 1000), sent)) as model:
-        relay = start_relay(model.base_url, tmp_path)
+        relay = start_relay(model.base_url, tmp_path, ink=ink)  # the copy's relay, whose bound was lowered
         try:
             _, events = read_all(requests.get(f"{relay.url}chat/stream?query=hi", stream=True, timeout=30))
         finally:

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from .fake_server import FakeModelServer, Reply
-from .helpers import fixture_bytes, sse, text_reply, tool_reply
+from ink_py.course.checks.fake_server import FakeModelServer, Reply
+from ink_py.course.checks.helpers import fixture_bytes, sse, text_reply, tool_reply
+
 from .test_cli import README, ink_py
 
 READ_CALL = ("c1", "read", '{"path": "README.md"}')

@@ -22,13 +22,12 @@ import pytest
 import requests
 import urllib3
 
+from ink_py.course.checks.helpers import ARTICLE_FOLDER, fixture_bytes
 from ink_py.provider import anthropic_messages, openai_completions, openai_responses
 from ink_py.provider.shared import parse_sse
 from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.scripted.turn import decode_events, fixture_turn
 from ink_py.scripted.wire import CHAT, MESSAGES, RESPONSES
-
-from .helpers import ARTICLE_FOLDER, fixture_bytes
 
 SCENARIOS = ["readme", "interleaved", "missing-finish", "abort", "invalid-json", "length-tool", "length-text"]
 FIXED = SCENARIOS[1:]  # readme is the script's own answer; the others replay a fixture

@@ -16,7 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,25 +30,21 @@ from ink_py.second_article.guards import BadRequest
 from ink_py.second_article.relay import make_relay_server
 from ink_py.second_article.sessions import Conversations, SessionStore, SqliteConversations, open_store
 
-from .redis_servers import NEEDS_REDIS, RedisServer
+from .redis_servers import NEEDS_REDIS, RedisServer, module_redis
 from .test_relay import README, README_QUESTION, ask_in, named, streamed_text
 
 HELLO = {"role": "user", "content": "你好"}
 needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    yield server
-    server.kill()
+redis_server = module_redis()
 
 
 def redis_store(server: RedisServer) -> SessionStore:
     from ink_py.second_article.redis_client import connect_redis
-    from ink_py.second_article.redis_conversations import RedisConversations
+    from ink_py.second_article.stores import redis_stores
 
-    return RedisConversations(connect_redis(server.url))
+    return redis_stores(connect_redis(server.url), 600, 10.0)[0]
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=needs_redis)])
@@ -220,23 +216,31 @@ def test_two_relays_on_one_file_continue_each_others_conversations(tmp_path: Pat
 
 
 @needs_redis
-def test_redis_conversations_expire_and_a_dead_workers_lock_frees_itself(
-    redis_server: RedisServer, monkeypatch
-) -> None:
-    from ink_py.second_article.redis_conversations import CONVERSATION_TTL_SECONDS, conversation_keys
+def test_redis_conversations_expire_and_a_dead_workers_lock_frees_itself(redis_server: RedisServer) -> None:
+    from ink_py.second_article.redis_conversations import CONVERSATION_TTL_SECONDS, conversation_key
 
-    redis_server.client().flushdb()
-    monkeypatch.setattr(sessions, "LEASE_SECONDS", 0.6)  # the lock of a worker that died holding it
+    client, key = redis_server.client(), conversation_key("session-x")
+    client.flushdb()
     store = redis_store(redis_server)
     store.release("session-x", store.hold("session-x") + [HELLO])
-    ttls = redis_server.keys_and_ttls()
-    assert list(ttls) == [conversation_keys("session-x")[0]]  # the lock is gone with the release
-    assert 0 < ttls[conversation_keys("session-x")[0]] <= CONVERSATION_TTL_SECONDS * 1000
-    redis_server.client().set(conversation_keys("session-x")[1], "dead-worker", px=600)  # a killed worker's hold
-    assert refusal(lambda: store.hold("session-x"))[0] == 409
-    time.sleep(1.0)  # its lease runs out: nobody renews it
-    assert store.hold("session-x") == [HELLO]
-    assert all(ttl > 0 for ttl in redis_server.keys_and_ttls().values())  # the new lock expires too
+    ttls = {name: ttl for name, ttl in redis_server.keys_and_ttls().items() if not name.startswith("ink:new:")}
+    assert list(ttls) == [key] and 0 < ttls[key] <= CONVERSATION_TTL_SECONDS * 1000  # its one key expires
+    assert sorted(client.hkeys(key)) == [b"c", b"h"]  # the hold ended with the release: no lock field left
+    seconds, micros = client.time()
+    client.hset(key, mapping={"owner": "dead-worker", "lease": seconds * 1000 + micros // 1000 + 600})
+    assert refusal(lambda: store.hold("session-x"))[0] == 409  # a killed worker's hold, for 0.6 s more
+    deadline = time.monotonic() + 10
+    while (held := hold_or_status(store, "session-x")) == 409 and time.monotonic() < deadline:
+        time.sleep(0.05)  # its lease runs out: nobody renews it
+    assert held == [HELLO]
+    assert all(ttl > 0 for ttl in redis_server.keys_and_ttls().values())  # every key expires
+
+
+def hold_or_status(store: SessionStore, session: str) -> Any:
+    try:
+        return store.hold(session)
+    except BadRequest as refused:
+        return refused.status
 
 
 @needs_redis
@@ -252,14 +256,14 @@ def test_redis_conversations_expire_and_a_dead_workers_lock_frees_itself(
 def test_a_damaged_redis_entry_is_refused_with_one_line(
     redis_server: RedisServer, fields: dict[str, str], status: int, words: str
 ) -> None:
-    from ink_py.second_article.redis_conversations import conversation_keys
+    from ink_py.second_article.redis_conversations import conversation_key
 
     redis_server.client().flushdb()
-    redis_server.client().hset(conversation_keys("session-x")[0], mapping=fields)
+    redis_server.client().hset(conversation_key("session-x"), mapping=fields)
     store = redis_store(redis_server)
     got, message = refusal(lambda: store.hold("session-x"))
     assert (got, words in message) == (status, True), message
-    assert redis_server.client().exists(conversation_keys("session-x")[1]) == 0  # not left held
+    assert redis_server.client().hget(conversation_key("session-x"), "owner") is None  # not left held
     assert store.hold("session-other") == []
 
 
@@ -269,4 +273,4 @@ def test_an_unreachable_redis_is_a_503_not_a_traceback(tmp_path: Path) -> None:
     store = redis_store(doomed)
     doomed.kill()  # Redis goes away after the relay started
     status, message = refusal(lambda: store.hold("session-x"))
-    assert status == 503 and message.startswith("the conversation store is unavailable: ")
+    assert status == 503 and message == "the conversation store is unavailable"  # not Redis's address

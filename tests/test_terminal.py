@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from .helpers import cli_env, sse, text_reply
+from ink_py.course.checks.helpers import sse, text_reply
+
+from .helpers import cli_env
 from .raw_servers import SSE_HEAD, RawServer, ink_py_against, one_error_line
 from .test_cli import README, ink_py
 

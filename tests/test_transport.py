@@ -1,18 +1,19 @@
-"""provider.stream over real HTTP on 127.0.0.1: retries, errors, streaming reads, the header timeout, abort."""
+"""provider.stream over real HTTP on 127.0.0.1: retries, errors, streaming reads, the header timeout, abort.
 
-import threading
+An abort from another thread while a read is blocked (exercise 6) is ink_py/course/checks/test_transport.py's.
+"""
+
 import time
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
 
-from .fake_server import FakeModelServer, Pause, Reply
-from .helpers import fixture_bytes, run_assembly, text_reply
-from .raw_servers import silent_server, sse_server
+from ink_py.course.checks.fake_server import FakeModelServer, Pause, Reply
+from ink_py.course.checks.helpers import fixture_bytes, run_assembly, text_reply
+from ink_py.course.checks.test_transport import API_KEY, REQUEST, frames, provider
 
-API_KEY = "sk-test-SECRET-0123456789"
-REQUEST = {"model": "gpt-4o-mini", "system": "You are ink.", "messages": [{"role": "user", "content": "hi"}]}
+from .raw_servers import silent_server, sse_server
 
 
 @pytest.fixture
@@ -23,10 +24,6 @@ def sleeps(ink, monkeypatch):
     return recorded
 
 
-def provider(ink, server, api_key=API_KEY):
-    return ink.openai_completions.OpenAICompletionsProvider(server.base_url, api_key)
-
-
 def collect(ink, stream):
     events = []
     try:
@@ -35,11 +32,6 @@ def collect(ink, stream):
     except ink.shared.ProviderError as err:
         return events, str(err)
     return events, None
-
-
-def frames(fixture):
-    """A fixture's events as separate body parts (one write each)."""
-    return [f + b"\n\n" for f in fixture_bytes(fixture).split(b"\n\n") if f]
 
 
 @pytest.mark.parametrize("framing", ["chunked", "close", "length"])
@@ -158,24 +150,6 @@ def test_each_event_arrives_before_the_server_sends_more(ink, framing):
             pause.event.set()  # reached the caller: let the server continue
     assert pause.released_in_time is True
     assert events[-1]["type"] == "message_end"
-
-
-@pytest.mark.ex6
-@pytest.mark.parametrize("framing", ["chunked", "close"])
-def test_abort_from_another_thread_ends_a_blocked_read_quietly(ink, framing):
-    pause = Pause(limit=10)
-    controller = ink.abort.AbortController()
-    reply = Reply(parts=[*frames("article/abort"), pause, *frames("article/readme")[2:]], framing=framing)
-    with FakeModelServer([reply]) as server:
-        events = []
-        for event in provider(ink, server).stream(dict(REQUEST, signal=controller.signal)):
-            events.append(event)
-            if len(events) == 1:
-                threading.Timer(0.05, controller.abort).start()  # the read below is blocked when this fires
-        still_waiting = not pause.event.is_set()
-        pause.event.set()
-    assert still_waiting  # the stream ended because of the abort, not because the server went on
-    assert [e["type"] for e in events] == ["tool_call_start", "tool_call_delta"]
 
 
 def test_the_wait_for_headers_has_its_own_bound_and_is_not_retried(ink, monkeypatch):

@@ -89,7 +89,7 @@ def test_every_path_named_exists(page):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_test_id_named_exists(page):
-    ids = set(re.findall(r"(tests/[\w/]+\.py)::(\w+)", PAGES[page]))
+    ids = set(re.findall(r"((?:tests|ink_py/course/checks)/[\w/]+\.py)::(\w+)", PAGES[page]))
     if page == "walkthrough.md":
         assert len(ids) > 30
     missing = sorted(f"{f}::{name}" for f, name in ids if name not in definitions(f))

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from .helpers import provider_in
+from ink_py.course.checks.helpers import provider_in
+
 from .raw_servers import INK_PY, one_error_line, run_measured, silent_server
 
 
@@ -185,7 +186,8 @@ def test_a_silent_server_is_said_once_after_a_few_seconds(ink: Any, monkeypatch:
 def test_a_server_that_answers_in_time_gets_no_notice(ink: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     run_prompt = ink.runner.run_prompt  # the copy's own: its ContextVar is the one its transport reads
 
-    from .helpers import text_reply
+    from ink_py.course.checks.helpers import text_reply
+
     from .raw_servers import sse_server
 
     monkeypatch.setattr(ink.transport, "WAITING_NOTICE_SECONDS", 5.0)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TypedDict
 
 from .hints import HINTS, Hint
-from .impl_option import SOURCE_ROOT
 from .language import in_language, say
+from .places import project_page
 
 
 class Part(TypedDict):
@@ -38,7 +38,7 @@ class Exercise(TypedDict):
     title: str  # what the student writes
     title_zh: str
     section: str  # in ``page``, which follows the article's numbering
-    page: str  # the page of the source checkout that explains it: walkthrough.md, or docs/…
+    page: str  # the project's page that explains it (places.project_page): walkthrough.md, or docs/…
     hints: list[Hint]  # identifiers in English; the last nearly gives it away
     messages: list[str]  # the words the tests compare, verbatim: the stub lists them as TODOs
 
@@ -233,14 +233,14 @@ def title(number: int, language: str | None = None) -> str:
 
 
 def reading(number: int, absolute: bool = False) -> str:
-    """Where to read up on exercise ``number``: its page in the source checkout, as a path that opens
-    from here (relative inside the current folder, unless ``absolute``: a stub's, read anywhere), and
-    the section.
+    """Where to read up on exercise ``number``: its page (shipped in the package, or the checkout's), as a
+    path that opens from here (relative inside the current folder, unless ``absolute``: a stub's, read
+    anywhere), and the section.
 
     >>> reading(9).endswith("docs/second-article.md §6.1")
     True
     """
-    page = SOURCE_ROOT / EXERCISES[number]["page"]
+    page = project_page(EXERCISES[number]["page"])
     try:
         where = str(page if absolute else page.relative_to(Path.cwd().resolve()))
     except ValueError:

@@ -1,6 +1,6 @@
 """The pytest plugin behind ``ink-py exercise check``: the first failure, as plain data.
 
-``check`` (ink_py/course/checker.py) runs the exercise's tests in a separate ``python -m pytest``
+``check`` (ink_py/course/checker.py) runs the exercise's checks in a separate ``python -m pytest``
 with ``-p ink_py.course.check_plugin`` and ``INK_EXERCISE_REPORT=<file>``. These hooks (their
 names are pytest's) report how far the run is as it goes (``PROGRESS_ENV``, read by running.py),
 and record how many tests passed and failed, which exercises each selected test belongs to, and
@@ -22,8 +22,8 @@ from typing import Any
 
 from ..atomic import write_text_atomically
 from .checker import REPORT_ENV
-from .impl_option import SOURCE_ROOT
 from .language import course_language, say
+from .places import SOURCE_ROOT
 from .running import PROGRESS_ENV
 from .stubs import MarkerError, find_regions, stub_number
 
@@ -49,6 +49,7 @@ def progress_line(entry: dict[str, Any]) -> None:
 
 def pytest_collection_finish(session: Any) -> None:
     if _report:
+        _report["rootdir"] = str(session.config.rootpath)  # node ids are relative to it
         for item in session.items:
             marks = sorted(int(m.name[2:]) for m in item.iter_markers() if re.fullmatch(r"ex\d+", m.name))
             _report["selected"][item.nodeid] = marks

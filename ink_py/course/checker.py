@@ -1,9 +1,10 @@
 """``ink-py exercise check``: run an exercise's tests on the copy, and tell the first failure in plain words.
 
-``check`` runs ``python -m pytest --impl DIR -m exN -x`` from the source checkout with
-``ink_py/course/check_plugin.py`` loaded as a pytest plugin: its hooks write the first failure —
-what the test fed in, what it expected, what came back — to the JSON file ``REPORT_ENV`` names
-(``run_tests``; without an exercise, the whole suite). Sections: running the tests, and the failure
+``check`` runs ``python -m pytest --impl DIR -m exN -x`` on the package's checks (``ink_py/course/
+checks/``, with their own ``checks.ini``: wherever ink_py is installed) with ``ink_py/course/check_plugin.py``
+loaded as a pytest plugin: its hooks write the first failure — what the test fed in, what it expected,
+what came back — to the JSON file ``REPORT_ENV`` names (``run_tests``; without an exercise, the
+project's whole suite, from a source checkout). Sections: running the tests, and the failure
 in words: ``describe_failure`` blames the exercise being checked, unless the error passed through
 another exercise's code *and* that exercise's own tests fail too (``blame`` runs them);
 ``plain_words`` reads the report, in the student's language (``language.py``)::
@@ -25,15 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import EXERCISES, ExerciseError, reading, title
-from .impl_option import SOURCE_ROOT
 from .language import course_language, label, say
+from .places import CHECKS_DIR, CHECKS_INI, PACKAGE_DIR, SOURCE_ROOT, whole_suite_tests
 from .progress import next_step
 from .running import Progress, run_child
 from .state import is_working_copy, load_state, now, save_state
-from .stubs import PACKAGE_DIR, MarkerError, find_regions, group_by_file, is_stub, package_regions, region_name
+from .stubs import MarkerError, find_regions, group_by_file, is_stub, package_regions, region_name
 from .working_copy import demo_command, dir_argument, shown
 
 REPORT_ENV = "INK_EXERCISE_REPORT"  # where the plugin writes its report (the plugin is idle without it)
+HYPOTHESIS_PLUGIN = "_hypothesis_pytestplugin"  # Hypothesis's pytest plugin, by its module's name
 
 # ── running the tests ─────────────────────────────────────────────────────────────────
 
@@ -46,8 +48,6 @@ def check(number: int, folder: Path, progress: Progress | None = None) -> tuple[
     state = load_state(folder)
     if number not in state.get("started", []):
         raise ExerciseError(say("not_started_check", n=number, folder=shown(folder), dir=dir_argument(folder)))
-    if not (SOURCE_ROOT / "tests" / "conftest.py").is_file():
-        raise ExerciseError(say("needs_checkout"))
     report = run_tests(folder, number, progress)
     exercise = EXERCISES[number]
     green = report["exitstatus"] == 0
@@ -81,45 +81,59 @@ def progress_title(number: int) -> str:
 
 
 def marked_test_files(number: int) -> list[str]:
-    """The test modules that mark tests ``pytest.mark.exN`` — collecting only those is faster.
+    """The checks that mark tests ``pytest.mark.exN`` — collecting only those is faster.
 
-    (tests/test_exercises.py checks that they hold every test the whole suite marks exN.)
+    (tests/test_exercises.py checks that they hold every test marked exN.)
     """
-    tests = SOURCE_ROOT / "tests"
     marked = re.compile(rf"\bmark\.ex{number}\b")
     found = [
-        path.relative_to(SOURCE_ROOT).as_posix()
-        for path in sorted(tests.glob("test_*.py"))
-        if marked.search(path.read_text(encoding="utf-8"))
+        str(path) for path in sorted(CHECKS_DIR.glob("test_*.py")) if marked.search(path.read_text(encoding="utf-8"))
     ]
-    return found or ["tests"]
+    return found or [str(CHECKS_DIR)]
 
 
 def pytest_arguments(folder: Path, number: int | None) -> list[str]:
-    """What ``check`` runs after ``python -m pytest``: exercise N's tests on the copy (or, with no
-    number, the whole suite), up to the first failure."""
-    selection = ["-m", f"ex{number}", *marked_test_files(number)] if number is not None else ["tests"]
+    """What ``check`` runs after ``python -m pytest``: exercise N's checks on the copy, with their own
+    configuration (or, with no number, the project's whole suite, from its checkout), up to the first failure."""
+    if number is not None:  # plugin autoload is off (run_tests): Hypothesis's is named, the course's is in CHECKS_INI
+        selection = ["-c", str(CHECKS_INI), "-p", HYPOTHESIS_PLUGIN, "-m", f"ex{number}", *marked_test_files(number)]
+    else:
+        selection = ["tests", "ink_py"]  # run from the checkout: its setup.cfg
     return [
         "--impl", str(folder.resolve()), "-x", "-q", "--tb=no", "--no-header",
         "-p", "no:cacheprovider", "-p", f"{__package__}.check_plugin", *selection,
     ]  # fmt: skip
 
 
+def child_environment() -> dict[str, str]:
+    """The child pytest's environment: this one, and this ink_py first on its path if Python would not find it."""
+    env = dict(os.environ)
+    home = PACKAGE_DIR.parent
+    if home not in [Path(entry or ".").resolve() for entry in sys.path[1:]]:  # [0]: this process's own folder
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(home), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def run_tests(folder: Path, number: int | None, progress: Progress | None = None) -> dict[str, Any]:
-    """Run exercise ``number``'s tests on the copy (cwd: the source checkout); the plugin's report.
-    ``number`` None: the whole suite, ``pytest --impl folder`` in full. ``progress`` shows how far
-    it is while it runs (running.py); Ctrl-C stops the child at once."""
+    """Run exercise ``number``'s checks on the copy; the plugin's report. ``number`` None: the project's
+    whole suite on the copy, from its checkout (``whole_suite_tests``). ``progress`` shows how far it is
+    while it runs (running.py); Ctrl-C stops the child at once. The child works in a temporary folder:
+    nothing is written where ink_py is installed."""
     try:
         import pytest  # noqa: F401  # only to say clearly that it is missing
     except ImportError:
         raise ExerciseError(say("needs_pytest")) from None
+    if number is None and whole_suite_tests() is None:
+        raise ExerciseError(say("suite_needs_tests"))
     with tempfile.TemporaryDirectory() as scratch:
         report_path = Path(scratch) / "report.json"
         command = [sys.executable, "-m", "pytest", *pytest_arguments(folder, number)]
-        env = {**os.environ, REPORT_ENV: str(report_path)}
+        env = {**child_environment(), REPORT_ENV: str(report_path)}
+        if number is not None:  # an exercise's checks: no other pytest plugin of the student's environment —
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # none reorders or slows them (seconds per check)
         if progress is not None:
             progress.begin(say("progress_suite") if number is None else progress_title(number))
-        output = run_child(command, SOURCE_ROOT, env, Path(scratch), progress)
+        output = run_child(command, SOURCE_ROOT if number is None else Path(scratch), env, Path(scratch), progress)
         output_tail = " | ".join(output.strip().splitlines()[-3:])
         if not report_path.exists():
             raise ExerciseError(say("could_not_run", tail=output_tail))
@@ -214,7 +228,7 @@ def describe_failure(
             other = EXERCISES[passed_through[0]]
             lines += ["", say("passed_through", language, other=passed_through[0], other_slug=other["slug"], n=number)]
         lines += ["", say("again", language, reread=reread)]
-    lines.append(say("debug", language, command=debug_command(folder, failure)))
+    lines.append(say("debug", language, command=debug_command(folder, failure, report.get("rootdir"))))
     return "\n".join(lines)
 
 
@@ -231,11 +245,11 @@ def failure_lines(failure: dict[str, Any], language: str) -> list[str]:
     return lines
 
 
-def debug_command(folder: Path, failure: dict[str, Any]) -> str:
-    return (
-        f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} "
-        f"{shlex.quote(str(SOURCE_ROOT / failure['nodeid']))} --pdb"
-    )
+def debug_command(folder: Path, failure: dict[str, Any], rootdir: str | None = None) -> str:
+    """The one failing test, straight, with a debugger: from any folder (plugin.py runs a path inside the
+    checks with their configuration)."""
+    test = Path(rootdir) / failure["nodeid"] if rootdir else CHECKS_DIR / failure["nodeid"]
+    return f"python -m pytest --impl {shlex.quote(str(folder.resolve()))} {shlex.quote(str(test))} --pdb"
 
 
 def blame(

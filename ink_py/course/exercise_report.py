@@ -5,9 +5,9 @@ truth. ``check_all`` prints a table (state, tests passed, hints used); ``write_r
 ``Row`` per exercise for a teacher: state (green, red, not started, not available), tests passed of
 those selected, attempts and hints from the progress file, the time of the first green check.
 ``junit_xml`` turns the rows into the JUnit format CI systems and autograders read: one testcase
-per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest. Once every exercise is green,
-both run the whole suite on the copy (``whole_suite``): "every exercise green" means
-``pytest --impl COPY`` passes in full.
+per exercise, a ``<failure>`` for red, ``<skipped>`` for the rest. "Every exercise green" means
+every exercise's own checks pass; with ``--whole-suite`` (a source checkout: minutes) both then run
+the project's whole suite on the copy too (``whole_suite``), a testcase of its own.
 
     >>> print(junit_xml("my_ink", [{"number": 1, "slug": "parse-frame", "state": "green", "summary": ""}]))
     ... # doctest: +ELLIPSIS
@@ -27,6 +27,7 @@ from ..atomic import write_text_atomically
 from .catalogue import EXERCISES, ExerciseError, reading
 from .checker import check, debug_command, describe_failure, failed_after, failure_lines, run_tests
 from .language import columns, course_language, say
+from .places import whole_suite_tests
 from .progress import next_step, pad
 from .running import Progress
 from .state import is_working_copy, load_state, now, save_state
@@ -97,12 +98,14 @@ def junit_xml(copy: str, rows: list[Row], suite: Suite | None = None) -> str:
 # ── check --all and report ────────────────────────────────────────────────────────────
 
 
-def check_all(folder: Path, progress: Progress | None = None) -> tuple[bool, str]:
-    """``check --all``: every started exercise checked, then a table; once all nine are green, the
-    whole suite on the copy (``pytest --impl folder``) — only then is every exercise green.
+def check_all(folder: Path, progress: Progress | None = None, suite: bool = False) -> tuple[bool, str]:
+    """``check --all``: every started exercise checked, then a table; with ``suite``, once all nine are
+    green, the project's whole suite on the copy too (``pytest --impl folder``, from a source checkout).
     ``progress`` shows which exercise is being checked and how far its tests are."""
     if not is_working_copy(folder):
         raise ExerciseError(say("no_copy_all", folder=shown(folder)))
+    if suite and whole_suite_tests() is None:  # said before minutes of checks, not after
+        raise ExerciseError(say("suite_needs_tests"))
     started = load_state(folder).get("started", [])
     if not started:
         raise ExerciseError(say("none_started", folder=shown(folder)))
@@ -112,9 +115,9 @@ def check_all(folder: Path, progress: Progress | None = None) -> tuple[bool, str
     state = load_state(folder)
     green = all(state.get("checks", {}).get(str(n)) == "green" for n in started if available(n))
     suite_words: list[str] = []
-    if green and all(state.get("checks", {}).get(str(n)) == "green" for n in EXERCISES if available(n)):
-        suite, words = whole_suite(folder, progress)
-        green = suite == "green"
+    if suite and green and all(state.get("checks", {}).get(str(n)) == "green" for n in EXERCISES if available(n)):
+        outcome, words = whole_suite(folder, progress)
+        green = outcome == "green"
         suite_words = ["", words] if words else []
         state = load_state(folder)
     rows = [
@@ -136,8 +139,9 @@ def check_all(folder: Path, progress: Progress | None = None) -> tuple[bool, str
 
 
 def whole_suite(folder: Path, progress: Progress | None = None) -> tuple[str, str]:
-    """``pytest --impl folder`` in full, once every exercise's own tests pass: ("green" or "red",
-    in words: how many passed, or the first failure). Kept in the progress file: ``next_step`` reads it."""
+    """The project's whole suite on the copy (``--whole-suite``), once every exercise's own tests pass:
+    ("green" or "red", in words: how many passed, or the first failure). Kept in the progress file:
+    ``next_step`` reads it."""
     print(say("suite_running"), file=sys.stderr, flush=True)
     report = run_tests(folder, None, progress)
     suite = "green" if report["exitstatus"] == 0 else "red"
@@ -160,15 +164,19 @@ def whole_suite(folder: Path, progress: Progress | None = None) -> tuple[str, st
     else:
         other = EXERCISES[blamed]
         lines += ["", say("suite_blames", language, other=blamed, other_slug=other["slug"], reading=reading(blamed))]
-    lines.append(say("debug", language, command=debug_command(folder, failure)))
+    lines.append(say("debug", language, command=debug_command(folder, failure, report.get("rootdir"))))
     return suite, "\n".join(lines)
 
 
-def write_report(folder: Path, json_path: Path, xml_path: Path, progress: Progress | None = None) -> str:
+def write_report(
+    folder: Path, json_path: Path, xml_path: Path, progress: Progress | None = None, suite: bool = False
+) -> str:
     """``report``: every started exercise checked afresh (attempts are not counted), written as JSON and JUnit;
-    once all are green, the whole suite too (a testcase of its own)."""
+    with ``suite``, once all are green, the project's whole suite too (a testcase of its own)."""
     if not is_working_copy(folder):
         raise ExerciseError(say("no_copy_report", folder=shown(folder)))
+    if suite and whole_suite_tests() is None:
+        raise ExerciseError(say("suite_needs_tests"))
     state = load_state(folder)
     rows: list[Row] = []
     for number, exercise in EXERCISES.items():
@@ -188,14 +196,14 @@ def write_report(folder: Path, json_path: Path, xml_path: Path, progress: Progre
             if not green:
                 row["summary"] = describe_failure(number, report, folder, progress=progress).split("\n")[0]
         rows.append(row)
-    suite: Suite = {"state": "not run", "summary": ""}
-    if all(row["state"] == "green" for row in rows if available(row["number"])):
+    outcome: Suite = {"state": "not run", "summary": ""}
+    if suite and all(row["state"] == "green" for row in rows if available(row["number"])):
         state_of_suite, words = whole_suite(folder, progress)
-        suite = {"state": state_of_suite, "summary": words.split("\n")[0]}
-    write_text_atomically(json_path, report_json(folder.name, now(), rows, suite) + "\n")
-    write_text_atomically(xml_path, junit_xml(folder.name, rows, suite) + "\n")
+        outcome = {"state": state_of_suite, "summary": words.split("\n")[0]}
+    write_text_atomically(json_path, report_json(folder.name, now(), rows, outcome) + "\n")
+    write_text_atomically(xml_path, junit_xml(folder.name, rows, outcome) + "\n")
     green = sum(row["state"] == "green" for row in rows)
-    whole = "" if suite["state"] == "not run" else say("report_whole", state=say("state_" + suite["state"]))
+    whole = "" if outcome["state"] == "not run" else say("report_whole", state=say("state_" + outcome["state"]))
     return say("report_written", green=green, total=len(rows), whole=whole, json=json_path, xml=xml_path)
 
 

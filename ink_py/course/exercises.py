@@ -4,16 +4,17 @@
     ink-py exercise start 1              copy ink_py to ./my_ink, with parse_frame cut out
     ink-py exercise check 1              run exercise 1's tests on ./my_ink; the first failure in plain words
     ink-py exercise hint 1               one more hint each time, the one the last failure calls for first
-    ink-py exercise check --all          every started exercise, as a table
+    ink-py exercise check --all          every started exercise, as a table (--whole-suite: the project's suite too)
     ink-py exercise diff 1 / reset 1     once green: yours beside the reference / back to the stub
     ink-py exercise report               JSON and JUnit XML for a teacher or an autograder
+    ink-py exercise watch                the first exercise not green, checked again at every save
     pytest --impl my_ink -m ex1 --pdb    the same tests, straight, with a debugger (impl_option.py)
 
 This module is the command: ``exercise_parser`` (argparse subcommands on the project's ``CliParser``),
 ``read_command`` (the working copy's folder, however it was given) and ``main``, which hands each
 subcommand to its module — ``catalogue.py`` (the exercises), ``stubs.py`` (where they are in the
 source, and their stubs), ``working_copy.py`` (``my_ink/``: start, reset, diff), ``progress.py``
-(list, hint), ``checker.py`` (check) and ``exercise_report.py`` (check --all, report).
+(list, hint), ``checker.py`` (check), ``exercise_report.py`` (check --all, report) and ``watch.py``.
 
     >>> args = read_command(["check", "--all", "--dir", "mine"])
     >>> args.command, args.name, str(args.folder)
@@ -37,10 +38,11 @@ from .language import say
 from .progress import hint, list_exercises
 from .running import Progress
 from .stubs import available
+from .watch import watch_command
 from .working_copy import DEFAULT_DIR, diff, reset, start
 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it
-SUBCOMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report")  # each one's --help: words.py's help_…
+SUBCOMMANDS = ("list", "start", "check", "hint", "reset", "diff", "report", "watch")  # --help: words.py's help_…
 ARGPARSE_SAYS = [  # argparse's own mistakes (Python's words) → the key words.py says them with
     (re.compile(r"unrecognized arguments: (?P<rest>.*)", re.S), "unrecognized"),
     (re.compile(r"the following arguments are required: (?P<rest>.*)", re.S), "required"),
@@ -98,6 +100,8 @@ class CommandParser(CourseParser):
         if self.intermixing:  # parse_known_intermixed_args comes back here for each of its two passes
             return super().parse_known_args(args, namespace)
         self.intermixing = True
+        if self.usage is None:  # else argparse keeps format_usage()[7:] while it parses: "usage: " cut, in English only
+            self.usage = self.format_usage().removeprefix(say("usage_prefix")).rstrip("\n")
         try:
             return self.parse_known_intermixed_args(args, namespace)
         finally:
@@ -122,13 +126,15 @@ def exercise_parser() -> CliParser:
         dest="command", metavar="COMMAND", help=", ".join(SUBCOMMANDS), parser_class=CommandParser
     )
     for name in SUBCOMMANDS:
-        usage = "%(prog)s [-h] [--dir DIR] (NAME [DIR] | --all [DIR])" if name == "check" else None
+        usage = "%(prog)s [-h] [--dir DIR] (NAME [DIR] | --all [--whole-suite] [DIR])" if name == "check" else None
         sub = commands.add_parser(name, description=say(f"help_{name}"), usage=usage)
         if name in ("start", "hint", "reset", "diff"):
             sub.add_argument("name", metavar="NAME", help=say("arg_name"))
         elif name == "check":
             sub.add_argument("name", nargs="?", metavar="NAME", help=say("arg_name_check"))
             sub.add_argument("--all", action="store_true", help=say("arg_all"))
+        if name in ("check", "report"):
+            sub.add_argument("--whole-suite", action="store_true", help=say("arg_whole_suite"))
         sub.add_argument("folder", nargs="?", metavar="DIR", help=say("arg_folder", default=default))
         sub.add_argument("--dir", dest="dir_option", type=given_path, metavar="DIR", help=say("arg_dir"))
         if name == "reset":
@@ -151,6 +157,8 @@ def read_command(argv: list[str], parser: CliParser | None = None) -> argparse.N
         args.name, args.folder = None, args.name
     elif args.command == "check" and args.name is None:
         raise ExerciseError(say("which_exercise"))
+    if args.command == "check" and args.whole_suite and not args.all:
+        raise ExerciseError(say("whole_suite_with_all"))
     given = [folder for folder in (args.dir_before, args.dir_option, args.folder) if folder is not None]
     if len(given) > 1:
         raise ExerciseError(say("folder_once"))
@@ -175,10 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             print(list_exercises(folder))
             return 0
         if args.command == "report":
-            print(write_report(folder, Path(args.json), Path(args.junit), Progress.on_stderr()))
+            print(write_report(folder, Path(args.json), Path(args.junit), Progress.on_stderr(), args.whole_suite))
             return 0
+        if args.command == "watch":
+            return watch_command(folder)
         if args.command == "check" and args.all:
-            green, words = check_all(folder, Progress.on_stderr())
+            green, words = check_all(folder, Progress.on_stderr(), args.whole_suite)
             print(words)
             return 0 if green else 1
         number = exercise_number(args.name)

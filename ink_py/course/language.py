@@ -164,27 +164,28 @@ WORDS: dict[str, tuple[str, str]] = {
         "next: exercise {n} · {slug} — ink-py exercise {verb} {n}{dir}",
         "下一步:练习 {n} · {slug} —— ink-py exercise {verb} {n}{dir}",
     ),
-    "every_exercise_passes": (
-        "every exercise's own tests pass — now the whole suite on your copy: ink-py exercise check --all{dir}",
-        "每个练习自己的测试都通过了 —— 接下来在你的副本上跑整套测试:ink-py exercise check --all{dir}",
-    ),
     "suite_red": (
-        "every exercise's own tests pass, but the whole suite does not — see ink-py exercise check --all{dir}",
-        "每个练习自己的测试都通过了,但整套测试没有 —— 见 ink-py exercise check --all{dir}",
+        "every exercise's own tests pass, but the whole suite does not — see ink-py exercise check --all "
+        "--whole-suite{dir}",
+        "每个练习自己的测试都通过了,但整套测试没有 —— 见 ink-py exercise check --all --whole-suite{dir}",
     ),
     "all_green": (
+        "every exercise green: each one's checks pass on your copy. Well done.",
+        "所有练习都通过了:每个练习的检查在你的副本上都通过了。做得好。",
+    ),
+    "all_green_suite": (
         "every exercise green — and the whole suite passes on your copy. Well done.",
         "所有练习都通过了 —— 整套测试在你的副本上也全部通过。做得好。",
     ),
     "suite_running": (
-        "every exercise is green; running the whole suite on your copy (a few minutes) …",
-        "所有练习都通过了;正在你的副本上跑整套测试(要几分钟)……",
+        "every exercise is green; running the project's whole suite on your copy (several minutes) …",
+        "所有练习都通过了;正在你的副本上跑项目的整套测试(要好几分钟)……",
     ),
     "suite_blames": (
         "it ran exercise {other} · {other_slug}'s code (yours): its own tests pass, but this test of the "
-        "whole suite does not — re-read {reading}, then ink-py exercise check --all",
+        "whole suite does not — re-read {reading}, then ink-py exercise check --all --whole-suite",
         "它运行了练习 {other} · {other_slug} 的代码(你写的):那个练习自己的测试都通过了,整套测试里的这个却没有 —— "
-        "重读 {reading},然后 ink-py exercise check --all",
+        "重读 {reading},然后 ink-py exercise check --all --whole-suite",
     ),
     "suite_no_exercise": (
         "it ran none of the exercises' code: the reference should pass it — tell your teacher",

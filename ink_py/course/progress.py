@@ -67,9 +67,9 @@ def pad(text: str, width: int) -> str:
 
 
 def next_step(state: dict[str, Any], folder: Path, after: int = 0) -> str:
-    """What to do next: the first exercise, in article order, that is not green yet — and once every
-    exercise's own tests pass, the whole suite on the copy (``check --all``): only when that passes
-    too is every exercise green."""
+    """What to do next: the first exercise, in article order, that is not green yet; once every
+    exercise's own checks pass, every exercise is green (unless ``check --all --whole-suite`` found the
+    project's whole suite red on the copy)."""
     checks = state.get("checks", {})
     for number, exercise in EXERCISES.items():
         if number <= after or not available(number) or checks.get(str(number)) == "green":
@@ -78,10 +78,10 @@ def next_step(state: dict[str, Any], folder: Path, after: int = 0) -> str:
         return say("next", n=number, slug=exercise["slug"], verb=verb, dir=dir_argument(folder))
     if any(checks.get(str(n)) != "green" for n in EXERCISES if available(n)):  # one before `after` is not
         return next_step(state, folder)
-    suite = state.get("suite")
-    if suite == "green":
-        return say("all_green")
-    return say("suite_red" if suite == "red" else "every_exercise_passes", dir=dir_argument(folder))
+    suite = state.get("suite")  # the whole suite, when check --all --whole-suite ran it
+    if suite == "red":
+        return say("suite_red", dir=dir_argument(folder))
+    return say("all_green_suite" if suite == "green" else "all_green")
 
 
 # ── hints ─────────────────────────────────────────────────────────────────────────────

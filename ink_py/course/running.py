@@ -55,8 +55,11 @@ class Progress:
             width = 80
 
         def write(text: str) -> None:
-            sys.stderr.write(text)
-            sys.stderr.flush()
+            try:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            except OSError:  # a terminal that has closed: no line to show (SIGHUP ends the run, not this)
+                pass
 
         return cls(write, terminal, width)
 

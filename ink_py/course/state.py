@@ -26,7 +26,8 @@ from typing import Any
 from ..atomic import write_new_bytes_atomically, write_text_atomically
 from .catalogue import EXERCISES
 from .language import say
-from .stubs import OPEN, PACKAGE_DIR, MarkerError, body_of, find_regions, group_by_file, is_stub, package_regions
+from .places import PACKAGE_DIR
+from .stubs import OPEN, MarkerError, body_of, find_regions, group_by_file, is_stub, package_regions
 
 STATE_FILE = ".exercises.json"
 MADE_BY = "ink-py exercise start"

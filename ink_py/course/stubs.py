@@ -34,8 +34,8 @@ from pathlib import Path
 
 from .catalogue import EXERCISES, ExerciseError, Region, reading, title
 from .language import columns, say, todo_words
+from .places import PACKAGE_DIR  # the reference the stubs are cut from
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the reference the stubs are cut from
 QUOTING = ("course/exercises.py", "course/stubs.py")  # they describe the markers, they hold none
 
 # ── the marker grammar ────────────────────────────────────────────────────────────────

@@ -26,11 +26,14 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "  start NAME [DIR]       copy ink_py to DIR (default ./my_ink) with exercise NAME cut out\n"
         "  check NAME [DIR]       run exercise NAME's tests on DIR and explain the first failure\n"
         "  check --all [DIR]      check every started exercise; a table of where each stands\n"
+        "        --whole-suite    then the project's whole suite on DIR (minutes; a source checkout)\n"
         "  hint  NAME [DIR]       one more hint\n"
         "  reset NAME [DIR]       put exercise NAME's stub back (asks first; --yes for scripts)\n"
         "  diff  NAME [DIR]       once NAME is green: your code beside the reference\n"
         "  report [DIR]           what a teacher collects: exercise-report.json and exercise-report.xml\n"
         "                         (JUnit) in the current folder, or --json PATH / --junit PATH\n"
+        "  watch [DIR]            the first exercise not green, checked again at every save;\n"
+        "                         keys h hint, l list, n next, q quit (no Enter)\n"
         "\n"
         "NAME is a number or a slug (1 or parse-frame). DIR can also be given as --dir DIR.\n"
         "Each command takes --help.\n"
@@ -41,11 +44,14 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "  start NAME [DIR]       把 ink_py 复制到 DIR(默认 ./my_ink),挖掉练习 NAME\n"
         "  check NAME [DIR]       在 DIR 上跑练习 NAME 的测试,说明第一个失败\n"
         "  check --all [DIR]      检查每个开始了的练习,列一张表\n"
+        "        --whole-suite    然后在 DIR 上跑项目的整套测试(要几分钟;要源码仓库)\n"
         "  hint  NAME [DIR]       再给一条提示\n"
         "  reset NAME [DIR]       把练习 NAME 恢复成桩(先问你;脚本里用 --yes)\n"
         "  diff  NAME [DIR]       练习 NAME 通过之后:你的代码和参考实现并排\n"
         "  report [DIR]           给老师的:当前目录里的 exercise-report.json 和 exercise-report.xml\n"
         "                         (JUnit),或者 --json PATH / --junit PATH\n"
+        "  watch [DIR]            从第一个还没通过的练习开始,每次保存都重新检查;\n"
+        "                         按键 h 提示、l 列表、n 下一个、q 退出(不用回车)\n"
         "\n"
         "NAME 是编号或者短名(1 或 parse-frame)。DIR 也可以写成 --dir DIR。\n"
         "每个命令都有 --help。\n"
@@ -77,6 +83,13 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "What a teacher collects: exercise-report.json and exercise-report.xml (JUnit) in the current folder.",
         "给老师的:在当前目录写出 exercise-report.json 和 exercise-report.xml(JUnit)。",
     ),
+    "help_watch": (
+        "Check the first exercise that is not green (starting it if needed), and again at every save under DIR. "
+        "Keys, no Enter: h the next hint, l the list, n the next exercise once this one is green, q quit; "
+        "when stdin is no terminal, a line per command.",
+        "检查第一个还没通过的练习(需要时先开始它),DIR 里每保存一次就再检查一次。按键不用回车:h 下一条提示,"
+        "l 练习列表,n 这个通过之后去下一个,q 退出;标准输入不是终端时,每行一个命令。",
+    ),
     "arg_dir_before": (
         "the working copy (default ./{default}); also after the command",
         "工作副本(默认 ./{default});也可以写在命令后面",
@@ -85,6 +98,12 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
     "arg_name": ("the exercise: a number or a slug (1, ex1, parse-frame)", "练习:编号或者短名(1、ex1、parse-frame)"),
     "arg_name_check": ("the exercise: a number or a slug", "练习:编号或者短名"),
     "arg_all": ("check every started exercise; a table", "检查每个开始了的练习,列一张表"),
+    "arg_whole_suite": (
+        "once every exercise is green, also run the project's whole test suite on the copy: several "
+        "minutes, and it needs the project's tests (a source checkout of ink_py, or its sdist unpacked)",
+        "所有练习都通过之后,再在副本上跑项目的整套测试:要好几分钟,"
+        "而且要有项目的测试(ink_py 的源码仓库,或者解开的 sdist)",
+    ),
     "arg_folder": ("the working copy (default ./{default})", "工作副本(默认 ./{default})"),
     "arg_dir": ("the same, as an option", "同上,写成选项"),
     "arg_yes": ("do not ask first (for scripts)", "不先问(给脚本用)"),
@@ -240,11 +259,6 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "run: ink-py exercise start {n}{dir}",
         "练习 {n} 在 {folder} 里还没开始(那里的代码还是参考实现的)—— 运行:ink-py exercise start {n}{dir}",
     ),
-    "needs_checkout": (
-        "the checks need a source checkout of ink_py (tests/ next to the package): "
-        "clone the repository and pip install -e '.[test]'",
-        "检查要用 ink_py 的源码仓库(包旁边有 tests/):克隆仓库,然后 pip install -e '.[test]'",
-    ),
     "needs_pytest": ("the checks need pytest: pip install -e '.[test]'", "检查要用 pytest:pip install -e '.[test]'"),
     "could_not_run": ("the tests could not run: {tail}", "测试没能运行:{tail}"),
     "could_not_run_exit": (
@@ -269,6 +283,17 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
         "{folder} 里还没有开始任何练习 —— 运行:ink-py exercise start 1",
     ),
     "no_copy_report": ("no working copy at {folder} — nothing to report", "{folder} 没有工作副本 —— 没有可报告的"),
+    "suite_needs_tests": (
+        "--whole-suite needs the project's tests, which an installed wheel does not have: run it from a source "
+        "checkout of ink_py (or its sdist unpacked) installed with pip install -e '.[test]'; without it, check --all "
+        "runs every exercise's own checks",
+        "--whole-suite 要用项目的测试,装好的 wheel 里没有:请在 ink_py 的源码仓库(或者解开的 sdist)里用 "
+        "pip install -e '.[test]' 安装后再运行;不加它,check --all 会跑每个练习自己的检查",
+    ),
+    "whole_suite_with_all": (
+        "--whole-suite goes with --all: ink-py exercise check --all --whole-suite",
+        "--whole-suite 要和 --all 一起用:ink-py exercise check --all --whole-suite",
+    ),
     "table_heading": ("Course exercises in {folder}", "{folder} 里的课程练习"),
     "col_exercise": ("exercise", "练习"),
     "col_state": ("state", "状态"),
@@ -291,6 +316,39 @@ COMMAND_WORDS: dict[str, tuple[str, str]] = {
     "progress_count": ("{what}: {done}/{total} tests", "{what}:{done}/{total} 个测试"),
     "progress_now": (" · now {where}", " · 正在跑 {where}"),
     "progress_of_exercise": (" (exercise {numbers})", "(练习 {numbers})"),
+    # ── watch ─────────────────────────────────────────────────────────────────────────────
+    "watch_skipped": (
+        "exercise {n} · {slug} is not available on this install (its source has no markers): skipped",
+        "练习 {n} · {slug} 在这个安装里还不能做(源码里没有它的标记):跳过",
+    ),
+    "watch_progress": ("progress [{bar}] {done}/{total}", "进度 [{bar}] {done}/{total}"),
+    "watch_now": (" · now exercise {n} · {slug}", " · 现在是练习 {n} · {slug}"),
+    "watch_keys": (
+        "watching {folder}: every save checks again · h hint · l list · n next (once green) · q quit",
+        "正在看着 {folder}:每次保存都重新检查 · h 提示 · l 列表 · n 下一个(通过之后)· q 退出",
+    ),
+    "watch_lines": (
+        "watching {folder}: every save checks again · type h (hint), l (list), n (next, once green) or q (quit), "
+        "then Enter; the end of the input quits",
+        "正在看着 {folder}:每次保存都重新检查 · 输入 h(提示)、l(列表)、n(下一个,通过之后)或 q(退出),"
+        "再按回车;输入结束就退出",
+    ),
+    "watch_not_green": (
+        "exercise {n} · {slug} is not green yet: n moves on once its check passes (save your code to check again)",
+        "练习 {n} · {slug} 还没通过:检查通过之后 n 才去下一个(保存你的代码就会再检查)",
+    ),
+    "watch_bye": (
+        "stopped watching; your progress is kept in {folder} — go on with: ink-py exercise watch{dir}",
+        "不看了;你的进度留在 {folder} 里 —— 接着做:ink-py exercise watch{dir}",
+    ),
+    "watch_done": (
+        "all {total} exercises are green: you have written the article's pieces yourself. Well done!",
+        "{total} 个练习全部通过:文章里的这些代码,你都自己写了一遍。做得好!",
+    ),
+    "watch_too_many": (
+        "warning: {folder} holds more than {count} files; saves are seen among the first {count} only",
+        "warning: {folder} 里的文件超过 {count} 个;只看得到前 {count} 个文件的保存",
+    ),
     # ── the progress file ─────────────────────────────────────────────────────────────────
     "state_damaged": (
         "warning: {path} was damaged ({what}); what was wrong was reset, {where}",

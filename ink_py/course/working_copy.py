@@ -23,9 +23,9 @@ from pathlib import Path
 from ..atomic import write_new_text_atomically, write_text_atomically
 from .catalogue import EXERCISES, ExerciseError, Region, reading, title
 from .language import columns, course_language, say
+from .places import CHECKS_DIR, PACKAGE_DIR, PAGES_DIR
 from .state import MADE_BY, STATE_FILE, is_working_copy, load_state, now, save_state
 from .stubs import (
-    PACKAGE_DIR,
     body_of,
     find_regions,
     group_by_file,
@@ -49,6 +49,13 @@ def check_copy_name(folder: Path) -> None:
         raise ExerciseError(say("bad_name", folder=folder))
 
 
+def left_out(directory: str, names: list[str]) -> set[str]:
+    """What the copy leaves out: bytecode, a progress file, and what is the reference's, not the code —
+    its checks (they test the copy from the package) and its pages (a wheel's ink_py/pages/)."""
+    skipped = {name for name in names if name in ("__pycache__", STATE_FILE) or name.endswith(".pyc")}
+    return skipped | {name for name in names if Path(directory, name) in (CHECKS_DIR, PAGES_DIR)}
+
+
 def make_copy(folder: Path) -> None:
     """Copy the reference package to ``folder`` (which must not exist, or be empty) in one step."""
     check_copy_name(folder)
@@ -56,7 +63,7 @@ def make_copy(folder: Path) -> None:
     scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))  # same disk: a rename
     try:
         building = scratch / folder.name
-        shutil.copytree(PACKAGE_DIR, building, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", STATE_FILE))
+        shutil.copytree(PACKAGE_DIR, building, ignore=left_out)
         hints = load_state(Path.cwd()).get("hints", {})  # hints read before the copy existed
         save_state(building, {"made_by": MADE_BY, "started": [], "checks": {}, "hints": hints})
         if folder.exists():

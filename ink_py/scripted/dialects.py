@@ -5,9 +5,9 @@ puts a ``/v1/messages`` or ``/v1/responses`` request into those words (``as_chat
 then has the dialect's encoder write the reply (``turn.reply_turn``: the script's answer, or
 the scenario's fixture decoded) with every event and field its provider sends, one content
 block / output item after another (``messages_wire``, ``responses_wire``), in the same writes
-and pauses as every reply (``wire``). Input items the server cannot have kept — an
-``item_reference``, a ``previous_response_id`` — are answered as OpenAI answers them when it
-keeps nothing (``unkept_reference``), never dropped in silence.
+and pauses as every reply (``wire``). A Responses request's ``previous_response_id`` and
+``item_reference``s are filled in from the responses the server keeps (``response_store``), or
+answered as OpenAI answers a reference to what it does not have — never dropped in silence.
 
     >>> chat = as_chat_request({"messages": [{"role": "user", "content": "读取 setup.cfg"}]}, MESSAGES)
     >>> chat["messages"], chat["tools"]
@@ -21,27 +21,27 @@ from typing import Any
 
 from .controls import obey, request_problem
 from .messages_wire import final_message, messages_events
+from .response_store import ResponseStore, fresh_number, keep, recall
 from .responses_wire import responses_events
 from .script import digest, message_text, plan_answer
-from .turn import reply_turn, usage
+from .turn import Event, reply_turn, usage
 from .wire import MESSAGES, RESPONSES, Reply, error_reply, event_frame, json_reply, padding, reply_model, sse_reply
 
-NOT_STORED = (
-    "Item with id '{id}' not found. Items are not persisted when `store` is set to false. "
-    "Try again with `store` set to true, or remove this item from your input."
-)  # OpenAI's words (404) for a reference to an item it did not keep
-NOT_FOUND = "Item with id '{id}' not found."  # … and for one it never had: the built-in model keeps none
 
-
-def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) -> Reply:
-    """Everything the server sends for one ``POST /v1/messages`` or ``/v1/responses`` body."""
+def build_dialect_reply(
+    body: Any, dialect: str, scenario: str, created: int, kept: ResponseStore | None = None
+) -> Reply:
+    """Everything the server sends for one ``POST /v1/messages`` or ``/v1/responses`` body;
+    ``kept``: the Responses the server keeps (None: it keeps none, and ids depend on the request alone)."""
     if not isinstance(body, dict):
         return error_reply(400, "The request body must be a JSON object.", dialect)
+    request, context = body, list[dict[str, Any]]()
     if dialect == RESPONSES:
-        refused = unkept_reference(body)
-        if refused is not None:
-            return refused
-    chat = as_chat_request(body, dialect)
+        recalled = recall(kept, body)  # the previous response's context and each referenced item, filled in
+        if not isinstance(recalled, list):
+            return recalled
+        request, context = {**body, "input": recalled}, recalled
+    chat = as_chat_request(request, dialect)
     problem = request_problem(chat)
     if problem:
         return error_reply(400, problem, dialect)
@@ -50,12 +50,14 @@ def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) ->
     stream = body.get("stream") is True
     if not stream and turn["ending"] is None:
         return error_reply(400, f'The scenario {scenario!r} is a stream that breaks off: send "stream": true.', dialect)
-    hex_id = digest(chat["messages"])[:24]
-    counts = usage(chat["messages"], turn)
+    hex_id = digest(chat["messages"] if kept is None else [chat["messages"], fresh_number(kept)])[:24]
+    counts = usage(chat["messages"], turn)  # by reference too: the whole context counts, as OpenAI bills it
     if dialect == MESSAGES:
         events = messages_events(turn, model=reply_model(body), reply_id=f"msg_{hex_id}", counts=counts)
     else:
         events = responses_events(turn, body, reply_id=f"resp_{hex_id}", created=created, counts=counts)
+        if kept is not None and body.get("store") is not False:
+            keep_finished(kept, context, events)
     if not stream:  # the whole reply at once: the stream's last snapshot
         return json_reply(200, final_message(events) if dialect == MESSAGES else events[-1][1]["response"])
     options = body.get("stream_options")
@@ -65,29 +67,20 @@ def build_dialect_reply(body: Any, dialect: str, scenario: str, created: int) ->
     return sse_reply(frames, slow=turn["slow"], hold=turn["hold"], scenario=answer["fixture"] is not None)
 
 
+def keep_finished(kept: ResponseStore, context: list[dict[str, Any]], events: list[Event]) -> None:
+    """Keep a Responses reply that ends (completed or incomplete) with its context, before it is
+    sent: the client's next turn may name it as soon as it has read the end. One that breaks off
+    never finished, and is not kept."""
+    name, data = events[-1]
+    if name in ("response.completed", "response.incomplete"):
+        keep(kept, data["response"]["id"], context, data["response"]["output"])
+
+
 def _padded(data: dict[str, Any], seed: str) -> dict[str, Any]:
     """OpenAI pads each delta event against length side channels (``obfuscation``)."""
     if not data["type"].endswith(".delta"):
         return data
     return {**data, "obfuscation": padding(seed, data["sequence_number"])}
-
-
-def unkept_reference(body: dict[str, Any]) -> Reply | None:
-    """OpenAI's error for input that points at state the server never kept, or None.
-
-    >>> unkept_reference({"store": False, "input": [{"type": "item_reference", "id": "fc_1"}]})["status"]
-    404
-    """
-    previous = body.get("previous_response_id")
-    if previous is not None:
-        message = f"Previous response with id '{str(previous)[:200]}' not found."  # a bounded echo
-        return error_reply(400, message, RESPONSES, param="previous_response_id", code="previous_response_not_found")
-    items = body.get("input")
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict) and item.get("type") == "item_reference":
-            words = NOT_STORED if body.get("store") is False else NOT_FOUND
-            return error_reply(404, words.format(id=str(item.get("id"))[:200]), RESPONSES, param="input")
-    return None
 
 
 # ── the request, in Chat Completions' words ─────────────────────────────────────────────

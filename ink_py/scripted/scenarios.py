@@ -91,5 +91,15 @@ def reference_fixtures() -> list[Path]:
 
 
 def fixture_path(name: str) -> Path:
-    """The path of a fixture such as ``"article/readme.sse"``."""
+    """The path of a fixture such as ``"article/readme.sse"``: every fixture is read through here."""
     return fixtures_dir() / name
+
+
+def fixture_names() -> list[str]:
+    """Every SSE fixture, as ``fixture_path`` takes it (``"article/readme.sse"``, …), sorted.
+
+    >>> "article/readme.sse" in fixture_names()
+    True
+    """
+    folders = [folder for folder in fixtures_dir().iterdir() if folder.is_dir()]  # iterdir: a Traversable too
+    return sorted(f"{d.name}/{item.name}" for d in folders for item in d.iterdir() if item.name.endswith(".sse"))

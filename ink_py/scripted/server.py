@@ -32,6 +32,7 @@ from ..bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
 from ..core.abort import start_thread
 from .chat_wire import build_reply
 from .dialects import build_dialect_reply
+from .response_store import ResponseStore, new_store
 from .script import DEFAULT_SCENARIO, MODEL_ID, scenario_names
 from .wire import MESSAGES, RESPONSES, SSE_TYPE, Reply, error_body, error_reply, json_reply
 
@@ -53,7 +54,8 @@ MODELS_PATHS = ("/v1/models", "/models")
 
 
 class ModelServer:
-    """A running scripted model: ``base_url``, the last ``REQUESTS_KEPT`` ``requests`` it received, ``close()``."""
+    """A running scripted model: ``base_url``, the last ``REQUESTS_KEPT`` ``requests`` it received, the
+    Responses it ``kept``, ``close()``."""
 
     def __init__(self, httpd: _Server, thread: threading.Thread) -> None:
         self._httpd = httpd
@@ -61,6 +63,7 @@ class ModelServer:
         host, port = httpd.host_and_port
         self.base_url = f"http://{host}:{port}/v1"
         self.requests: deque[Any] = httpd.received  # the latest request bodies, in arrival order
+        self.kept = httpd.kept  # the Responses it keeps (response_store)
 
     def close(self) -> None:
         """Stop serving and drop open connections (a held or streaming reply ends at once)."""
@@ -88,13 +91,17 @@ def start_model_server(
     port: int = 0,
     scenario: str = DEFAULT_SCENARIO,
     delay: float = DEFAULT_DELAY,
+    kept: ResponseStore | None = None,
 ) -> ModelServer:
     """Serve on a daemon thread and return at once. Raises ValueError for an unknown scenario,
-    OSError when the port cannot be bound. ``delay``: seconds between writes (``pace``)."""
+    OSError when the port cannot be bound. ``delay``: seconds between writes (``pace``); ``kept``:
+    where the Responses it answers are kept (default: a new store, ``response_store``'s bounds)."""
     if scenario not in scenario_names():
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(scenario_names())}")
     httpd = _Server((host, port), _Handler)
     httpd.scenario, httpd.delay = scenario, delay
+    if kept is not None:
+        httpd.kept = kept
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="ink-scripted-model", daemon=True)
     start_thread(thread)  # Ctrl-C must reach the main thread, never this one
     return ModelServer(httpd, thread)
@@ -109,6 +116,7 @@ class _Server(BoundedServer):
         self.scenario = DEFAULT_SCENARIO
         self.delay = DEFAULT_DELAY
         self.received: deque[Any] = deque(maxlen=REQUESTS_KEPT)  # beyond a window, memory would grow for ever
+        self.kept = new_store()  # the Responses answered, for previous_response_id and item_reference: bounded
         self.stopping = threading.Event()
         self.connections: set[socket.socket] = set()
 
@@ -162,7 +170,8 @@ class _Handler(BoundedHandler):
         self.server.received.append(body)
         try:
             if path in DIALECT_PATHS:
-                reply = build_dialect_reply(body, DIALECT_PATHS[path], self.server.scenario, int(time.time()))
+                dialect, created = DIALECT_PATHS[path], int(time.time())
+                reply = build_dialect_reply(body, dialect, self.server.scenario, created, self.server.kept)
             else:
                 reply = build_reply(body, self.server.scenario, int(time.time()))
         except Exception as err:  # a bug in the script must not leave the client hanging
@@ -173,11 +182,10 @@ class _Handler(BoundedHandler):
         return self.path.split("?", 1)[0].rstrip("/") or "/"
 
     def _read_body(self) -> bytes:
-        length = self.body_length()  # BodyTooLarge past MAX_BODY_BYTES
-        if length is None:
-            self.close_connection = True  # no length (or a chunked upload): the body's end is unknown
-            return b""
-        return self.rfile.read(length)
+        return self.rfile.read(self.body_length())  # BodyTooLarge past MAX_BODY_BYTES; no length: no body
+
+    def error_json(self, message: str) -> Any:
+        return error_body(message)  # a malformed head, as OpenAI's servers say a malformed request
 
     def _send_json(self, status: int, value: Any) -> None:
         self._send(json_reply(status, value))

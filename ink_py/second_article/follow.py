@@ -6,7 +6,8 @@ with ``Last-Event-ID``, a reloaded page (``after=``), a second tab. ``follow`` y
 once, in order, up to the terminal one (``done``/``error``); while nothing comes it yields
 ``None`` (a keep-alive), tells the log a reader is here, and takes over a producer whose lease
 ran out (its worker was killed): a last ``error`` event, never a hang. What the log cannot give
-is one ``error`` event without an id: expired or never run (``GONE``), trimmed, store lost.
+is one ``error`` event without an id: expired or never run (``GONE``), trimmed or evicted, store
+lost (why goes to ``report``, the server's log: a client never sees the store's address).
 
     >>> from .runs import MemoryRuns
     >>> runs, key = MemoryRuns(), ("session-1", "run-0001")
@@ -19,10 +20,12 @@ is one ``error`` event without an id: expired or never run (``GONE``), trimmed, 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..terminal import terminal_safe
 from .runs import GONE, TERMINAL, RunKey, RunLog, StoreError
 
 WATCH_SECONDS = 0.25  # the longest one read waits: then the reader looks at the browser and the producer
@@ -32,6 +35,11 @@ DEAD_PRODUCER = (
     "the worker answering this question stopped (killed, or cut off from the store): the answer is cut short"
 )
 TRIMMED = "this answer is too long to replay from that point: its beginning is no longer available"
+LOST = "the relay lost its run store; the answer is incomplete"
+
+
+def to_stderr(line: str) -> None:
+    print(f"ink-py serve: {terminal_safe(line)}", file=sys.stderr)
 
 
 def follow(
@@ -40,11 +48,13 @@ def follow(
     after: int,
     keep_alive: float,
     disconnected: Callable[[], bool] = lambda: False,
+    report: Callable[[str], None] = to_stderr,
 ) -> Iterator[Item]:
     """The events of run ``key`` with ids above ``after``, as they come, then the end."""
     wait = min(WATCH_SECONDS, keep_alive, log.grace / 3)
     seen_every = min(SEEN_SECONDS, log.grace / 3)  # the reader is seen well within the grace
     quiet_since = seen_at = time.monotonic()
+    looked_again = False  # an ended run's missing events were looked for twice: they are gone
     while True:
         try:
             batch = log.read(key, after, wait)
@@ -55,7 +65,8 @@ def follow(
                 log.take_over(key, DEAD_PRODUCER)  # the next read finds its error event
                 continue
         except StoreError as err:
-            yield None, "error", {"message": f"the relay lost its run store ({err}); the answer is incomplete"}
+            report(f"a reader of run {key[1]}: {err}")
+            yield None, "error", {"message": LOST}
             return
         if batch.events and batch.events[0][0] != after + 1:
             yield None, "error", {"message": TRIMMED}  # the events after ``after`` were trimmed
@@ -66,9 +77,13 @@ def follow(
             if event[1] in TERMINAL:
                 return
         if batch.events:
-            quiet_since = time.monotonic()
+            quiet_since, looked_again = time.monotonic(), False
             continue
         if batch.state == "ended" and after < batch.last:
+            if looked_again:  # its log lost them (an evicting Redis): say so rather than loop
+                yield None, "error", {"message": TRIMMED}
+                return
+            looked_again = True
             continue  # it ended between the read and the look at its state: read the end
         if batch.state != "running":  # expired meanwhile ("ended": it had the end already)
             if batch.state == "unknown":

@@ -7,7 +7,8 @@ plan (断线重连): a browser that reconnects within ``INK_RESUME_GRACE`` finds
 that renews every run's lease each ``BEAT_SECONDS`` and aborts a run — the model request
 closed, seed 004's point about wasted tokens — when it was asked to stop (``chat/stop``),
 when no reader came back within the grace, when its lease was taken over, or when the
-store is lost. ``events_within_bounds`` keeps what one logged event holds bounded.
+store is lost. ``events_within_bounds`` keeps what one logged event holds bounded; a run whose
+log reaches INK_MAX_RUN_BYTES is aborted and ends with one ``error`` event saying so.
 
     >>> [len(data["text"]) for _, data in events_within_bounds("text", {"text": "字" * 600_000})]
     [262144, 262144, 75712]
@@ -25,7 +26,7 @@ from typing import Any
 
 from ..core.abort import AbortController, start_thread
 from ..terminal import terminal_safe
-from .runs import LEASE_SECONDS, Fenced, RunKey, RunLog, StoreError
+from .runs import LEASE_SECONDS, TOO_LONG, Fenced, RunFull, RunKey, RunLog, StoreError
 
 BEAT_SECONDS = 0.5  # the keeper renews leases and looks for stop requests this often
 STOP_WAIT_SECONDS = 10.0  # how long close() waits for aborted runs to write their last event
@@ -34,6 +35,7 @@ STOPPED = "stopped (chat/stop)"
 NO_READER = "no one came back for the answer (INK_RESUME_GRACE)"
 TAKEN_OVER = "this worker lost its lease on the run"
 SHUTTING_DOWN = "the server is shutting down"
+LOST_STORE = "the relay lost its run store"  # what readers are told; why goes to the server's stderr
 Event = tuple[str, Any]
 Send = Callable[[str, Any], None]
 Work = Callable[[Send], Event]  # runs the agent, sending its events; returns the last one (done or error)
@@ -101,7 +103,9 @@ class Producers:
             with self._lock:
                 self._owned.pop(key, None)
         if not lost:
-            self._append(key, token, controller, last, last=True)
+            lost = self._append(key, token, controller, last, last=True)
+        if lost == [TOO_LONG]:  # beyond §七: the log is full (perhaps found only now), but an error end fits
+            self._append(key, token, controller, ("error", {"message": TOO_LONG}), last=True)
 
     def _append(self, key: RunKey, token: int, controller: AbortController, event: Event, last: bool) -> list[str]:
         """Write one event; on failure abort the run and return why (empty: written)."""
@@ -110,10 +114,13 @@ class Producers:
             return []
         except Fenced:
             why = TAKEN_OVER
+        except RunFull:
+            why = TOO_LONG
         except StoreError as err:
-            why = f"the relay lost its run store ({err})"
+            why = LOST_STORE
+            print(f"ink-py serve: run {key[1]}: {LOST_STORE}: {terminal_safe(str(err))}", file=sys.stderr)
         controller.abort(why)  # no one could read what it writes: close the model request
-        if last:
+        if last and why != TOO_LONG:
             print(f"ink-py serve: run {key[1]} could not write its end: {terminal_safe(why)}", file=sys.stderr)
         return [why]
 
@@ -130,8 +137,9 @@ class Producers:
                 beats = self.log.beat([(key, token) for key, token, _ in owned])
             except StoreError as err:
                 if time.monotonic() - renewed > LEASE_SECONDS:  # readers will take the runs over: stop first
+                    print(f"ink-py serve: {LOST_STORE}: {terminal_safe(str(err))}", file=sys.stderr)
                     for _, _, controller in owned:
-                        controller.abort(f"the relay lost its run store ({err})")
+                        controller.abort(LOST_STORE)
                 continue
             renewed = time.monotonic()
             for (_, _, controller), beat in zip(owned, beats, strict=True):

@@ -1,17 +1,22 @@
 """Run logs in Redis — runs.py's promises across workers and hosts: a reconnect to any of them resumes.
 
-Each run ``(S, R)`` has three keys, all with an expiry:
+Each run ``(S, R)`` has two keys, both with an expiry:
 
-    ink:run:{S/R}   hash    state (running | ended), token (fencing), last (newest id), beat (ms), stop
+    ink:run:{S/R}   hash    state (running | ended), token (fencing), last (newest id), beat and seen
+                            (Redis's clock, ms: the producer's lease, a reader's presence), stop,
+                            client, size (bytes logged) and full (INK_MAX_RUN_BYTES reached)
     ink:log:{S/R}   stream  the events, entry ids 0-1, 0-2 … (ours, so that Last-Event-ID N is 0-N),
                             fields e (name) and d (JSON); capped at MAX_RUN_EVENTS (XADD MAXLEN)
-    ink:seen:{S/R}  string  present while a reader was seen within the grace (SET … PX grace)
 
-Every write is one Lua script, so it is atomic: an append checks the producer's token before
-its XADD (a producer taken over can write nothing more), a take-over bumps the token, a beat
-renews the lease with Redis's own clock (hosts' clocks may differ). Readers block in ``XREAD``.
-Keys expire ``ttl`` seconds after the run's last write. What is read back is checked before it is
-sent (``logged_event``). The braces are a hash tag: a run's keys share one cluster slot.
+Every write is one Lua script, so it is atomic: an append checks the producer's token and the
+log's size before its XADD (a producer taken over can write nothing more), a take-over bumps the
+token, a beat renews the lease with Redis's own clock (hosts' clocks may differ). Liveness lives
+in the run's own hash: no short-lived key that an evicting Redis would take first. A claim is
+``NEW`` (refused whole when Redis is over maxmemory: a 503), what keeps a run going ``GOING``
+(it may write beyond: no flood ends another's answer), the client's quota is redis_quotas.py's.
+Readers block in ``XREAD``. Keys expire ``ttl`` seconds after the run's last write. What is read
+back is checked before it is sent (``logged_event``). The braces are a hash tag: a run's keys
+share one cluster slot.
 
     >>> run_keys(("session-1", "run-0001"))[1]
     'ink:log:{session-1/run-0001}'
@@ -21,18 +26,30 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
-from .redis_client import redis_errors, store_trouble
+from .redis_client import GOING, NEW, NOW, READING, admitting, store_trouble, translated
+from .redis_quotas import RedisQuotas
 from .redis_writer import Queued, Writer
-from .runs import BATCH, LEASE_SECONDS, MAX_RUN_EVENTS, Batch, Beat, Fenced, LoggedEvent, RunKey, StoreError
+from .runs import (
+    BATCH,
+    LEASE_SECONDS,
+    MAX_RUN_EVENTS,
+    TOO_LONG,
+    Batch,
+    Beat,
+    Fenced,
+    LoggedEvent,
+    RunFull,
+    RunKey,
+    StoreError,
+    stored,
+)
 
 EVENT_NAMES = {"text", "thinking", "tool_preparing", "tool_start", "tool_end", "done", "error"}
 MAX_STORED_EVENT_BYTES = 2 * 1024 * 1024  # producer.py writes at most 256 Ki characters of text per event
 _ENTRY_ID = re.compile(rb"0-([0-9]{1,9})")
-NOW = "local function now() local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) end\n"
 WRITE = """
 local function write(name, data, last, cap, ttl)
   local id = redis.call('HINCRBY', KEYS[1], 'last', 1)
@@ -44,36 +61,58 @@ local function write(name, data, last, cap, ttl)
 end
 """
 CLAIM = (
-    NOW
+    NEW
+    + NOW
     + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'state', 'running', 'token', 1, 'last', 0, 'beat', now())
+redis.call('DEL', KEYS[2])
+local t = now()
+redis.call('HSET', KEYS[1], 'state', 'running', 'token', 1, 'last', 0, 'beat', t, 'seen', t, 'client', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-redis.call('SET', KEYS[3], 1, 'PX', ARGV[2])
 return 1
 """
-)
+)  # DEL: the log of an evicted run of the same name must not pass for this one's
 APPEND = (
-    WRITE
+    GOING
+    + WRITE
     + """
-local h = redis.call('HMGET', KEYS[1], 'token', 'state')
+local h = redis.call('HMGET', KEYS[1], 'token', 'state', 'size', 'full')
 if h[1] ~= ARGV[1] or h[2] ~= 'running' then return -1 end
+local size = (tonumber(h[3]) or 0) + string.len(ARGV[2]) + string.len(ARGV[3])
+if ARGV[4] ~= '1' or ARGV[2] ~= 'error' then
+  if h[4] then return -2 end
+  if ARGV[4] ~= '1' and size > tonumber(ARGV[7]) then
+    redis.call('HSET', KEYS[1], 'full', 1)
+    return -2
+  end
+end
+redis.call('HSET', KEYS[1], 'size', size)
 return write(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 """
-)
+)  # -2: the log is full (INK_MAX_RUN_BYTES): nothing more goes in but an error that ends it
 BEAT = (
-    NOW
+    GOING
+    + NOW
     + """
-local h = redis.call('HMGET', KEYS[1], 'token', 'state', 'stop')
+local h = redis.call('HMGET', KEYS[1], 'token', 'state', 'stop', 'seen')
 if h[1] ~= ARGV[1] or h[2] ~= 'running' then return {0, '', 0} end
-redis.call('HSET', KEYS[1], 'beat', now())
+local t = now()
+redis.call('HSET', KEYS[1], 'beat', t)
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('EXPIRE', KEYS[2], ARGV[2])
-return {1, h[3] or '', redis.call('EXISTS', KEYS[3])}
+local gone = 0
+if t - (tonumber(h[4]) or 0) > tonumber(ARGV[3]) then gone = 1 end
+return {1, h[3] or '', gone}
 """
 )
+SEEN = (
+    GOING
+    + NOW
+    + "if redis.call('HGET', KEYS[1], 'state') == 'running' then redis.call('HSET', KEYS[1], 'seen', now()) end"
+)
 STATUS = (
-    NOW
+    READING
+    + NOW
     + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'last', 'beat')
 if not h[1] then return {'', 0, 0} end
@@ -82,13 +121,17 @@ if h[1] == 'running' and now() - tonumber(h[3]) > tonumber(ARGV[1]) then stale =
 return {h[1], tonumber(h[2]), stale}
 """
 )
-STOP = """
+STOP = (
+    GOING
+    + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if state == 'running' then redis.call('HSET', KEYS[1], 'stop', ARGV[1]) end
 return state or ''
 """
+)
 TAKE_OVER = (
-    NOW
+    GOING
+    + NOW
     + WRITE
     + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'beat')
@@ -97,18 +140,16 @@ redis.call('HINCRBY', KEYS[1], 'token', 1)
 return write('error', ARGV[2], '1', ARGV[3], ARGV[4])
 """
 )
-FORGET = "if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then return redis.call('DEL', unpack(KEYS)) end return 0"
+FORGET = (
+    GOING
+    + "if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then return redis.call('DEL', unpack(KEYS)) end return 0"
+)
 
 
 def run_keys(key: RunKey) -> list[str]:
-    """A run's hash, stream and presence key (its ids are letters, digits, - and _: no braces)."""
+    """A run's hash and stream (its ids are letters, digits, - and _: no braces)."""
     tag = "{" + "/".join(key) + "}"
-    return [f"ink:run:{tag}", f"ink:log:{tag}", f"ink:seen:{tag}"]
-
-
-def stored(data: dict[str, Any]) -> bytes:
-    """An event's data as the log keeps it: JSON, a lone surrogate as its JSON escape."""
-    return json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    return [f"ink:run:{tag}", f"ink:log:{tag}"]
 
 
 def logged_event(entry_id: bytes, fields: Mapping[bytes, bytes]) -> LoggedEvent:
@@ -134,24 +175,37 @@ def logged_event(entry_id: bytes, fields: Mapping[bytes, bytes]) -> LoggedEvent:
 class RedisRuns:
     """Run logs in Redis, shared by every worker on every host."""
 
-    def __init__(self, client: Any, ttl: int, grace: float) -> None:
-        self.client, self.ttl, self.grace = client, ttl, grace
-        scripts = (CLAIM, APPEND, BEAT, STATUS, STOP, TAKE_OVER, FORGET)
-        self._claim, self._append, self._beat, self._status, self._stop, self._take_over, self._forget = map(
-            client.register_script, scripts
+    def __init__(self, client: Any, ttl: int, grace: float, quotas: RedisQuotas) -> None:
+        self.client, self.ttl, self.grace, self.quotas = client, ttl, grace, quotas
+        scripts = (CLAIM, APPEND, BEAT, SEEN, STATUS, STOP, TAKE_OVER, FORGET)
+        self._claim, self._append, self._beat, self._seen, self._status, self._stop, self._take_over, self._forget = (
+            map(client.register_script, scripts)
         )
         self.writer = Writer(self._write)
+        self._clients: dict[RunKey, str] = {}  # the runs produced here → the client each counts against
 
-    def claim(self, key: RunKey) -> int | None:
-        with translated():
-            claimed = self._claim(keys=run_keys(key), args=[self.ttl, self._grace_ms()])
+    def claim(self, key: RunKey, client: str = "") -> int | None:
+        added = self.quotas.admit_run(client, "/".join(key))  # 429, 503
+        try:
+            with translated(), admitting():
+                claimed = self._claim(keys=run_keys(key), args=[self.ttl, client])
+        except BaseException:
+            self.quotas.leave(client, "/".join(key))
+            raise
         if not claimed:
+            if added:  # it was running already: not counted twice
+                self.quotas.leave(client, "/".join(key))
             return None
+        self._clients[key] = client
         self.writer.start_run(key)
         return 1
 
     def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> None:
-        self.writer.put(key, token, name, data, last)  # queued; the last one waits for Redis
+        try:
+            self.writer.put(key, token, name, data, last)  # queued; the last one waits for Redis
+        finally:
+            if last:
+                self._leave(key)
 
     def read(self, key: RunKey, after: int, wait: float) -> Batch:
         here = self.writer.local.read(key, after, wait)  # a run produced here: what Redis accepted, in memory
@@ -178,16 +232,18 @@ class RedisRuns:
 
     def seen(self, key: RunKey) -> None:
         with translated():
-            self.client.set(run_keys(key)[2], 1, px=self._grace_ms())
+            self._seen(keys=run_keys(key)[:1])
 
     def beat(self, owned: list[tuple[RunKey, int]]) -> list[Beat]:
         beats = []
+        counted = [(self._clients[key], "/".join(key)) for key, _ in owned if key in self._clients]
         with translated(), self.client.pipeline(transaction=False) as pipe:
             for key, token in owned:
-                self._beat(keys=run_keys(key), args=[token, self.ttl], client=pipe)
-            for mine, stop, reader in pipe.execute():
+                self._beat(keys=run_keys(key), args=[token, self.ttl, self._grace_ms()], client=pipe)
+            self.quotas.renew(counted, pipe)  # the client's count of its runs lives while they do
+            for mine, stop, gone in pipe.execute()[: len(owned)]:
                 reason = stop.decode("utf-8", "replace")[:200] if isinstance(stop, bytes) and stop else None
-                beats.append(Beat(fenced=not mine, stop=reason, readers_gone=not reader))
+                beats.append(Beat(fenced=not mine, stop=reason, readers_gone=bool(gone)))
         self.writer.local.beat([(key, 1) for key, _ in owned])  # the copies live while their producer does
         return beats
 
@@ -199,10 +255,11 @@ class RedisRuns:
     def take_over(self, key: RunKey, message: str) -> None:
         args = [int(LEASE_SECONDS * 1000), stored({"message": message}), MAX_RUN_EVENTS, self.ttl]
         with translated():
-            self._take_over(keys=run_keys(key)[:2], args=args)
+            self._take_over(keys=run_keys(key), args=args)
 
     def forget(self, key: RunKey, token: int) -> None:
         self.writer.local.forget(key, 1)
+        self._leave(key)
         with translated():
             self._forget(keys=run_keys(key), args=[token])
 
@@ -210,12 +267,19 @@ class RedisRuns:
         self.writer.close()
         self.client.close()
 
+    def _leave(self, key: RunKey) -> None:
+        client = self._clients.pop(key, None)
+        if client is not None:
+            self.quotas.leave(client, "/".join(key))
+
     def _write(self, batch: list[Queued]) -> list[Any]:
-        """The writer's one round trip: each queued event's APPEND; per event its id, Fenced or StoreError."""
+        """The writer's one round trip: each queued event's APPEND; per event its id, Fenced, RunFull or
+        StoreError."""
+        most = self.quotas.quotas.run_bytes
         with translated(), self.client.pipeline(transaction=False) as pipe:
             for item in batch:
-                args = [item.token, item.name, stored(item.data), int(item.last), MAX_RUN_EVENTS, self.ttl]
-                self._append(keys=run_keys(item.key)[:2], args=args, client=pipe)
+                args = [item.token, item.name, stored(item.data), int(item.last), MAX_RUN_EVENTS, self.ttl, most]
+                self._append(keys=run_keys(item.key), args=args, client=pipe)
             replies = pipe.execute(raise_on_error=False)
         return [settled(reply) for reply in replies]
 
@@ -229,15 +293,6 @@ def settled(reply: Any) -> int | Exception:
         return StoreError(store_trouble(reply))
     if not isinstance(reply, int):
         return StoreError(f"an unexpected reply from Redis ({reply!r:.60})")
+    if reply == -2:
+        return RunFull(TOO_LONG)
     return reply if reply > 0 else Fenced("the run is no longer this producer's")
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Redis's errors — and a reply of a shape no script of ours gives — as StoreError, one short line."""
-    try:
-        yield
-    except (ValueError, TypeError) as err:
-        raise StoreError(f"an unexpected reply from Redis ({store_trouble(err)})") from None
-    except redis_errors() as err:
-        raise StoreError(store_trouble(err)) from None

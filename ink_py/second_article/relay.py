@@ -13,8 +13,9 @@ Any WSGI server runs it; ``create_app()`` takes its settings from the environmen
 ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``INK_MODEL``, ``INK_API`` (the built-in scripted
 model when there is no base URL, as ``ink-py`` does), ``INK_WORKSPACE`` (the folder the
 read tool may read), ``INK_SESSION_DB`` or ``INK_REDIS_URL`` (where conversations and runs
-live: stores.py), ``INK_RESUME_GRACE``, ``INK_RUN_TTL`` and ``INK_ALLOWED_HOSTS`` (host
-names a proxy in front passes on)::
+live: stores.py), ``INK_RESUME_GRACE``, ``INK_RUN_TTL``, ``INK_ALLOWED_HOSTS`` (host names a
+proxy in front passes on), the per-client quotas ``INK_MAX_…`` and ``FORWARDED_ALLOW_IPS``
+(quotas.py, ink_py/peers.py)::
 
     gunicorn -k gthread --threads 64 'ink_py.second_article.relay:create_app()'
     waitress-serve --threads 64 --call ink_py.second_article.relay:create_app
@@ -37,9 +38,9 @@ import threading
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from importlib import resources
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..arguments import CliParser, UsageError, cannot_listen, encodable_text, port_number, positive_int
 from ..cli import (
@@ -53,8 +54,9 @@ from ..cli import (
 from ..core.abort import AbortController, start_thread
 from ..core.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, MAX_CONCURRENT_TOOLS
 from ..core.messages import AgentMessage
+from ..peers import Trusted, client_of, forwarded_warning
 from ..runner import with_tool_choice
-from ..terminal import terminal_safe
+from ..terminal import one_line, terminal_safe
 from .follow import Item, follow
 from .guards import (
     BadRequest,
@@ -62,16 +64,19 @@ from .guards import (
     foreign_request,
     is_loopback,
     page_headers,
+    parameters,
+    prefix_location,
     question_from,
     resume_point,
     run_from,
     session_from,
 )
 from .producer import STOPPED, Event, Producers, Send
+from .quotas import DEFAULTS, Counted, Quotas, Readers
 from .runs import GONE, NO_SESSION, MemoryRuns, RunKey, RunLog, StoreError
-from .sessions import Conversations, SessionStore
-from .stores import env_redis_url, open_stores
-from .stream import ProviderFactory, RunSettings, SseBody, run_query
+from .sessions import UNAVAILABLE_RETRY_SECONDS, Conversations, SessionStore
+from .stores import env_redis_url, open_stores, quotas_from, seconds_setting, trusted_from
+from .stream import SEND_TIMEOUT_SECONDS, ProviderFactory, RunSettings, SseBody, run_query, watch_writes
 from .wsgi_server import DISCONNECTED, WsgiServer
 
 if TYPE_CHECKING:
@@ -89,8 +94,9 @@ SSE_HEADERS = [
     NOSNIFF,
 ]
 REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found"}
-REASONS |= {405: "Method Not Allowed", 409: "Conflict", 413: "Content Too Large", 500: "Internal Server Error"}
-REASONS |= {503: "Service Unavailable"}
+REASONS |= {405: "Method Not Allowed", 409: "Conflict", 413: "Content Too Large", 414: "URI Too Long"}
+REASONS |= {429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+RUN_STORE_UNAVAILABLE = "the run store is unavailable"  # what a client is told; the server's log has why
 StartResponse = Callable[..., Any]
 
 
@@ -106,11 +112,16 @@ class RelayApp:
         store: SessionStore | None = None,
         hosts: Iterable[str] = (),
         run_log: RunLog | None = None,
+        quotas: Quotas = DEFAULTS,
+        trusted: Trusted = (),
     ) -> None:
         self.settings = settings
         self.allowed_hosts = tuple(hosts)  # INK_ALLOWED_HOSTS: the Host names a proxy in front passes on
-        self.store: SessionStore = store if store is not None else Conversations()
-        self.run_log: RunLog = run_log if run_log is not None else MemoryRuns()  # beyond §七: answers kept
+        self.store: SessionStore = store if store is not None else Conversations(quotas)
+        self.run_log: RunLog = run_log if run_log is not None else MemoryRuns(quotas=quotas)  # beyond §七
+        self.trusted = trusted  # FORWARDED_ALLOW_IPS: the proxies whose X-Forwarded-For names the client
+        self.readers = Readers(quotas.readers_per_run)  # beyond §七: per client quotas (quotas.py)
+        self.warned_forwarded = False
         self.producers = Producers(self.run_log)
         # {"query", "stopReason"} or {"query", "error"}, as runs end: for tests and the curious
         self.runs: deque[dict[str, Any]] = deque(maxlen=RUNS_KEPT)
@@ -118,12 +129,19 @@ class RelayApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            return self._route(environ, start_response)
+            body = self._route(environ, start_response)
+            return watch_writes(body, environ, self.settings.send_timeout)  # beyond §二: a stuck reader is dropped
         except BadRequest as bad:
+            if bad.detail:
+                log(environ, bad.detail)  # beyond §七: the store's trouble for the log, never for the client
             allow = "POST" if environ.get("PATH_INFO") == STOP_PATH else "GET"
-            return json_reply(start_response, bad.status, {"error": str(bad)}, [("Allow", allow)] * (bad.status == 405))
+            headers = [("Allow", allow)] * (bad.status == 405)
+            headers += [("Retry-After", str(bad.retry_after))] * (bad.retry_after is not None)
+            return json_reply(start_response, bad.status, {"error": str(bad)}, headers)
         except StoreError as err:  # the run store failed before the response began
-            return json_reply(start_response, 503, {"error": f"the run store is unavailable: {err}"})
+            log(environ, f"{RUN_STORE_UNAVAILABLE}: {err}")
+            retry = [("Retry-After", str(UNAVAILABLE_RETRY_SECONDS))]
+            return json_reply(start_response, 503, {"error": RUN_STORE_UNAVAILABLE}, retry)
 
     def _route(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO", ""), environ["REQUEST_METHOD"]
@@ -141,8 +159,7 @@ class RelayApp:
         if refusal is not None:
             raise BadRequest(403, refusal)
         if path == "":  # mounted at /prefix and asked for /prefix: the page's relative URLs need the /
-            prefix = environ.get("SCRIPT_NAME", "").strip("/")  # never //host/: not a way off-site
-            location = f"/{prefix}/" if prefix else "/"
+            location = prefix_location(environ.get("SCRIPT_NAME", ""))  # never a way off-site
             start_response("308 Permanent Redirect", [("Location", location), ("Content-Length", "0"), NOSNIFF])
             return []
         if path in ("/", "/index.html"):
@@ -159,21 +176,21 @@ class RelayApp:
         raise BadRequest(404, f"not found: {where[:200]} (try ./ or ./chat/stream?query=…)")  # PEP 3333: bytes
 
     def _stream(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        query_string = environ.get("QUERY_STRING", "")
-        asked = "query" in parse_qs(query_string, keep_blank_values=True)  # a resume may leave the question out
-        query = question_from(query_string) if asked else None  # 400 / 413 before any model is asked
-        session = session_from(query_string)
-        run = run_from(query_string) or str(uuid.uuid4())  # beyond §七: a request without one gets one
-        after = resume_point(query_string, environ.get("HTTP_LAST_EVENT_ID"))  # beyond §七: a reconnect, a reload
+        params = parameters(environ.get("QUERY_STRING", ""))  # beyond §七: 414 before parsing, then parsed once
+        query = question_from(params) if "query" in params else None  # 400 / 413 before any model is asked
+        session = session_from(params)
+        run = run_from(params) or str(uuid.uuid4())  # beyond §七: a request without one gets one
+        after = resume_point(params, environ.get("HTTP_LAST_EVENT_ID"))  # beyond §七: a reconnect, a reload
         key = (session or NO_SESSION, run)  # another session's run id names another (unknown) run
         found = self.run_log.status(key)
         if found.state == "unknown":
-            if after is not None:  # a resume of what expired or never was: say so, once
+            if after is not None:  # a resume never starts a run, whatever else the URL says: once, the end
                 return self._events(start_response, run, iter([(None, "error", {"message": GONE})]))
-            query = query if query is not None else question_from(query_string)  # 400: a new run needs one
-            token = self.run_log.claim(key)
+            query = query if query is not None else question_from(params)  # 400: a new run needs one
+            client = self._client(environ)
+            token = self.run_log.claim(key, client)  # beyond §七: 429 beyond the client's runs, 503 when full
             if token is not None:
-                self._start(key, token, query, session)
+                self._start(key, token, query, session, client)
             after = 0  # the run's own first reader, or one that lost the race to start it: from the start
         elif after is not None and after >= found.last and found.state == "ended":
             start_response("204 No Content", [("Cache-Control", "no-cache"), NOSNIFF])
@@ -181,18 +198,26 @@ class RelayApp:
         elif after is not None and after > found.last:
             message = f"no event {after} in this answer yet (it has {found.last}): the id is not one it sent"
             return self._events(start_response, run, iter([(None, "error", {"message": message})]))
+        counted_out = self.readers.enter(key)  # beyond §七: 429 beyond INK_MAX_READERS_PER_RUN
         probe = environ.get(DISCONNECTED) or environ.get("waitress.client_disconnected") or never
-        items = follow(self.run_log, key, after or 0, self.settings.keep_alive_seconds, probe)
-        return self._events(start_response, run, items)
+        items = follow(self.run_log, key, after or 0, self.settings.keep_alive_seconds, probe, partial(log, environ))
+        return self._events(start_response, run, Counted(items, counted_out))
 
     def _events(self, start_response: StartResponse, run: str, items: Iterator[Item]) -> SseBody:
         start_response("200 OK", [*SSE_HEADERS, ("Ink-Run", run)])  # the run's id, for curl and scripts
         return SseBody(items)
 
-    def _start(self, key: RunKey, token: int, query: str, session: str | None) -> None:
+    def _client(self, environ: Mapping[str, Any]) -> str:
+        """Who asks (ink_py/peers.py); an X-Forwarded-For from a proxy no one said to trust: one warning."""
+        if not self.warned_forwarded and (warning := forwarded_warning(environ, self.trusted)) is not None:
+            self.warned_forwarded = True
+            print(warning, file=sys.stderr, flush=True)
+        return client_of(environ, self.trusted)
+
+    def _start(self, key: RunKey, token: int, query: str, session: str | None, client: str) -> None:
         """Start the run ``key`` claimed with ``token``: hold its conversation, run the agent (producer.py)."""
         try:
-            history = self.store.hold(session) if session is not None else []  # 409 while it is answering
+            history = self.store.hold(session, client) if session is not None else []  # 409, 429
         except BaseException:
             self.run_log.forget(key, token)  # never started: the same id may ask again
             raise
@@ -211,8 +236,8 @@ class RelayApp:
 
     def _stop(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """Beyond §七: ``POST chat/stop?run=R&session=S`` — the page's stop button and beforeunload."""
-        query_string = environ.get("QUERY_STRING", "")
-        session, run = session_from(query_string), run_from(query_string)
+        params = parameters(environ.get("QUERY_STRING", ""))
+        session, run = session_from(params), run_from(params)
         if run is None:
             raise BadRequest(400, f"missing ?run=… (the answer to stop): POST {STOP_PATH}?run=…&session=…")
         state = self.run_log.stop((session or NO_SESSION, run), STOPPED)
@@ -238,6 +263,13 @@ class RelayApp:
 def never() -> bool:
     """The hang-up probe of a server that has none: a failed write tells instead."""
     return False
+
+
+def log(environ: Mapping[str, Any], line: str) -> None:
+    """One line for the server's log (``wsgi.errors``), neutralised: a store's words may hold anything."""
+    errors: TextIO = environ.get("wsgi.errors") or sys.stderr
+    errors.write(f"ink-py serve: {terminal_safe(one_line(line))[:500]}\n")
+    errors.flush()
 
 
 def request_headers(environ: Mapping[str, Any]) -> dict[str, str]:
@@ -295,10 +327,12 @@ def app_for(args: argparse.Namespace) -> tuple[RelayApp, ModelServer | None]:
             max_turns=args.max_turns,
             max_tokens=args.max_tokens,
             max_concurrent=1 if args.serial_tools else MAX_CONCURRENT_TOOLS,
+            send_timeout=seconds_setting(os.environ, "INK_SEND_TIMEOUT", SEND_TIMEOUT_SECONDS, 1, 3600),
         )
         hosts = [name.strip() for name in os.environ.get("INK_ALLOWED_HOSTS", "").split(",") if name.strip()]
-        store, run_log = open_stores(env_redis_url(args.redis), os.environ)  # UsageError: exit 4, before any request
-        app = RelayApp(settings, store, hosts, run_log)
+        quotas, trusted = quotas_from(os.environ), trusted_from(os.environ)  # UsageError: exit 4, before any request
+        store, run_log = open_stores(env_redis_url(args.redis), os.environ, quotas)
+        app = RelayApp(settings, store, hosts, run_log, quotas, trusted)
     except BaseException:
         if model_server is not None:
             model_server.close()
@@ -317,7 +351,7 @@ class RelayServer(WsgiServer):
     app: RelayApp
 
     def __init__(self, address: tuple[str, int], app: RelayApp) -> None:
-        super().__init__(address, app)
+        super().__init__(address, app, app.settings.send_timeout)
         host, port = self.host_and_port
         self.url = f"http://{host}:{port}/"
         self._thread: threading.Thread | None = None
@@ -365,6 +399,8 @@ def make_relay_server(
     port: int = 0,
     store: SessionStore | None = None,
     run_log: RunLog | None = None,
+    quotas: Quotas = DEFAULTS,
+    trusted: Trusted = (),
     **more: Any,
 ) -> RelayServer:
     """Bind the relay (OSError if the port is taken); call ``.start()`` or ``.serve_forever()``.
@@ -374,7 +410,7 @@ def make_relay_server(
     (``max_turns=3``, ``keep_alive_seconds=0.05`` …).
     """
     settings = run_settings(provider_factory=provider_factory, model=model, workspace=str(workspace), **more)
-    return RelayServer((host, port), RelayApp(settings, store, run_log=run_log))
+    return RelayServer((host, port), RelayApp(settings, store, run_log=run_log, quotas=quotas, trusted=trusted))
 
 
 def run_settings(**given: Any) -> RunSettings:
@@ -394,7 +430,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="ink-py serve",
         description="Serve the agent to a browser page: GET / is the page, GET /chat/stream?query=… the SSE stream.",
         epilog="environment: INK_SESSION_DB=FILE keeps conversations in a SQLite file; INK_RESUME_GRACE, "
-        "INK_RUN_TTL (see docs/relay-wsgi.md)",
+        "INK_RUN_TTL, INK_SEND_TIMEOUT, the per-client limits INK_MAX_…, FORWARDED_ALLOW_IPS (see docs/relay-wsgi.md)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on (default 8000; 0: any)")

@@ -7,8 +7,10 @@ the request that started it, a browser that reconnected with ``Last-Event-ID``, 
 The producer's ``beat`` renews its lease and says whether it was asked to stop (``stop``) or
 no reader came (``seen``) within the grace; a reader that finds the lease run out ends the
 run for it (``take_over``). A log expires ``ttl`` seconds after its last write and keeps at
-most ``MAX_RUN_EVENTS``. ``MemoryRuns`` keeps runs in this process; ``RedisRuns``
-(redis_runs.py) in Redis, for several workers and hosts.
+most ``MAX_RUN_EVENTS``; beyond its ``Quotas`` (quotas.py) a claim is refused (429: the client
+has as many runs going as it may) and an append past ``run_bytes`` raises ``RunFull``.
+``MemoryRuns`` keeps runs in this process; ``RedisRuns`` (redis_runs.py) in Redis, for several
+workers and hosts.
 
     >>> runs, key = MemoryRuns(), ("session-1", "run-0001")
     >>> token = runs.claim(key)
@@ -18,11 +20,16 @@ most ``MAX_RUN_EVENTS``. ``MemoryRuns`` keeps runs in this process; ``RedisRuns`
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring  # json.dumps's own (C) for a string with ensure_ascii=False
 from typing import Any, Protocol
+
+from .guards import BadRequest
+from .quotas import BUSY_RETRY_SECONDS, DEFAULTS, Quotas, fair_victim
 
 RunKey = tuple[str, str]  # (session id, or NO_SESSION; run id)
 LoggedEvent = tuple[int, str, dict[str, Any]]  # (id, SSE event name, data)
@@ -33,8 +40,9 @@ RESUME_GRACE_SECONDS = 10.0  # INK_RESUME_GRACE: a run with no reader for this l
 LEASE_SECONDS = 5.0  # a producer whose last beat is older is taken as dead
 MAX_RUN_EVENTS = 10_000  # a log keeps its newest events; a resume from before them gets GONE
 BATCH = 500  # most events one read returns
-RUNS_IN_MEMORY = 1000  # MemoryRuns forgets the oldest finished runs beyond this many
+RUNS_IN_MEMORY = 1000  # MemoryRuns forgets finished runs beyond this many (of the client holding most)
 GONE = "this answer is no longer available (it ended more than INK_RUN_TTL seconds ago, or never ran here)"
+TOO_LONG = "this answer grew past INK_MAX_RUN_BYTES: it was stopped there"
 
 
 class StoreError(Exception):
@@ -43,6 +51,34 @@ class StoreError(Exception):
 
 class Fenced(Exception):
     """The run is no longer this producer's: a reader took it over, or it expired."""
+
+
+class RunFull(Exception):
+    """The run's log holds ``run_bytes`` (INK_MAX_RUN_BYTES): it takes nothing now but an ``error`` to end it."""
+
+
+def stored(data: dict[str, Any]) -> bytes:
+    """An event's data as a log keeps it: JSON, a lone surrogate as its JSON escape."""
+    return json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+def event_bytes(name: str, data: dict[str, Any]) -> int:
+    """What one event adds to a log's size (INK_MAX_RUN_BYTES): its name and ``stored(data)``, as Redis
+    counts them; a text event's without encoding it whole (most events are: it keeps appends cheap).
+
+    >>> event_bytes("text", {"text": "读\\n"}) == len("text") + len(stored({"text": "读\\n"}))
+    True
+    """
+    text = data.get("text")
+    if len(data) == 1 and isinstance(text, str):
+        return len(name) + len('{"text": }') + len(encode_basestring(text).encode("utf-8", "backslashreplace"))
+    return len(name) + len(stored(data))
+
+
+def too_busy(running: int) -> BadRequest:
+    """The 429 for a client with as many runs going as INK_MAX_RUNS_PER_CLIENT allows."""
+    message = f"this address has {running} answers running (INK_MAX_RUNS_PER_CLIENT): wait for one to end"
+    return BadRequest(429, message, retry_after=BUSY_RETRY_SECONDS)
 
 
 @dataclass
@@ -69,13 +105,15 @@ class RunLog(Protocol):
 
     grace: float  # INK_RESUME_GRACE
 
-    def claim(self, key: RunKey) -> int | None:
-        """Start run ``key``: its producer's fencing token, or None if it exists (join it instead)."""
+    def claim(self, key: RunKey, client: str = "") -> int | None:
+        """Start run ``key`` for ``client``: its producer's fencing token, or None if it exists (join it
+        instead). BadRequest: 429 beyond the client's runs, 503 when the store is full."""
         ...
 
     def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int | None:
         """Write one event (``last``: the terminal one); its id, if known at once (Redis: queued, in order).
-        Fenced if the token lost the run, StoreError if the store failed (for an earlier event, perhaps)."""
+        Fenced if the token lost the run, RunFull past ``run_bytes`` (then only an ``error`` may end it),
+        StoreError if the store failed (for an earlier event, perhaps)."""
         ...
 
     def read(self, key: RunKey, after: int, wait: float) -> Batch:
@@ -115,10 +153,13 @@ class RunLog(Protocol):
 @dataclass
 class _Run:
     changed: threading.Condition  # readers of this run wait here (on the store's one lock)
+    client: str = ""
     events: deque[LoggedEvent] = field(default_factory=lambda: deque(maxlen=MAX_RUN_EVENTS))
     token: int = 1
     last: int = 0
     ended: bool = False
+    size: int = 0  # bytes of its events as stored, all it ever had
+    full: bool = False  # it reached run_bytes: nothing more goes in but the error that ends it
     stop: str | None = None
     written: float = field(default_factory=time.monotonic)  # last write or beat: expiry counts from here
     beat: float = field(default_factory=time.monotonic)
@@ -128,32 +169,48 @@ class _Run:
 class MemoryRuns:
     """Runs in this process (``ink-py serve``, one worker): the same promises as Redis, one process only."""
 
-    def __init__(self, ttl: float = RUN_TTL_SECONDS, grace: float = RESUME_GRACE_SECONDS) -> None:
-        self.ttl, self.grace = ttl, grace
+    def __init__(
+        self, ttl: float = RUN_TTL_SECONDS, grace: float = RESUME_GRACE_SECONDS, quotas: Quotas = DEFAULTS
+    ) -> None:
+        self.ttl, self.grace, self.quotas = ttl, grace, quotas
         self._runs: dict[RunKey, _Run] = {}  # oldest first
         self._lock = threading.Lock()
 
-    def claim(self, key: RunKey) -> int | None:
+    def claim(self, key: RunKey, client: str = "") -> int | None:
         with self._lock:
             self._expire()
             if key in self._runs:
                 return None
-            self._runs[key] = _Run(threading.Condition(self._lock))
+            mine = [(other, run) for other, run in self._runs.items() if run.client == client]
+            running = sum(not run.ended for _, run in mine)
+            if running >= self.quotas.runs_per_client:
+                raise too_busy(running)
+            finished = [other for other, run in mine if run.ended]
+            if len(finished) >= self.quotas.answers_per_client:  # beyond §七: its own oldest answer goes
+                del self._runs[finished[0]]
+            self._runs[key] = _Run(threading.Condition(self._lock), client)
             return 1
 
     def append(self, key: RunKey, token: int, name: str, data: dict[str, Any], last: bool = False) -> int:
+        size = event_bytes(name, data)
         with self._lock:
             run = self._runs.get(key)
             if run is None or run.token != token or run.ended:
                 raise Fenced(f"run {key[1]} is no longer this producer's")
+            if run.full and not (last and name == "error"):  # beyond §七: a full log ends only with an error
+                raise RunFull(TOO_LONG)
+            if not last and run.size + size > self.quotas.run_bytes:
+                run.full = True  # what follows would splice the answer: nothing more but the error that ends it
+                raise RunFull(TOO_LONG)
+            run.size += size
             return self._write(run, name, data, last)
 
     def read(self, key: RunKey, after: int, wait: float) -> Batch:
         with self._lock:
-            run = self._runs.get(key)
+            run = self._alive(key)
             if run is not None and run.last <= after and not run.ended and wait > 0:
                 run.changed.wait(wait)  # woken by the next write to this run only
-                run = self._runs.get(key)
+                run = self._alive(key)
             if run is None:
                 return Batch([], "unknown")
             first = run.last - len(run.events) + 1  # the oldest id still kept
@@ -184,7 +241,7 @@ class MemoryRuns:
 
     def stop(self, key: RunKey, reason: str) -> str:
         with self._lock:
-            run = self._runs.get(key)
+            run = self._alive(key)
             if run is None:
                 return "unknown"
             if not run.ended:
@@ -213,11 +270,21 @@ class MemoryRuns:
         run.changed.notify_all()
         return run.last
 
+    def _alive(self, key: RunKey) -> _Run | None:
+        """The run, unless its TTL has passed (then it is forgotten now: a resume must not find it)."""
+        run = self._runs.get(key)
+        if run is not None and time.monotonic() - run.written > self.ttl:
+            del self._runs[key]
+            return None
+        return run
+
     def _expire(self) -> None:
-        """Forget runs past their TTL, and the oldest finished ones beyond RUNS_IN_MEMORY."""
+        """Forget runs past their TTL and, beyond RUNS_IN_MEMORY, finished ones of the client holding most."""
         now = time.monotonic()
         for key in [key for key, run in self._runs.items() if now - run.written > self.ttl]:
             del self._runs[key]
-        finished = (key for key, run in list(self._runs.items()) if run.ended)
-        while len(self._runs) >= RUNS_IN_MEMORY and (oldest := next(finished, None)) is not None:
-            del self._runs[oldest]
+        while len(self._runs) >= RUNS_IN_MEMORY:
+            victim = fair_victim((key, run.client) for key, run in self._runs.items() if run.ended)
+            if victim is None:
+                return
+            del self._runs[victim]

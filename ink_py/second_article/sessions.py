@@ -3,12 +3,14 @@
 The page sends a session id with each question (``&session=ID``; 新对话 makes a new one);
 the run continues that session's history and the next question sees it. A store is
 ``SessionStore``, two calls: ``hold`` (the history, held for one run: 409 while another
-run holds it, 413 once it is longer than ``MAX_SESSION_CHARS`` as JSON) and ``release``
-(the history as the run left it). At most ``SESSIONS_KEPT`` are kept, the least recently
-used forgotten first. ``Conversations`` keeps them in this process's memory (``ink-py
-serve``'s default); ``SqliteConversations`` in a SQLite file (``INK_SESSION_DB=FILE``), so
-that every worker process of a server sees every conversation; ``RedisConversations``
-(redis_conversations.py) in Redis, for several machines.
+run holds it, 413 once it is longer than ``MAX_SESSION_CHARS`` as JSON, 429 for a client
+starting more new ones a minute than its ``Quotas`` allow) and ``release`` (the history as the
+run left it). At most ``SESSIONS_KEPT`` are kept, the least recently used forgotten first (in
+memory: of the client holding most, and at most ``conversations_per_client`` each).
+``Conversations`` keeps them in this process's memory (``ink-py serve``'s default);
+``SqliteConversations`` in a SQLite file (``INK_SESSION_DB=FILE``), so that every worker
+process of a server sees every conversation; ``RedisConversations`` (redis_conversations.py)
+in Redis, for several machines.
 
     >>> store = Conversations()
     >>> history = store.hold("session-1")
@@ -36,11 +38,14 @@ from ..chat import message_problem
 from ..core.abort import start_thread
 from ..core.messages import AgentMessage
 from .guards import BadRequest
+from .quotas import DEFAULTS, Quotas, Window, fair_victim
 
 SESSIONS_KEPT = 100  # conversations remembered; the least recently used is forgotten first
 MAX_SESSION_CHARS = 2_000_000  # a conversation this long (as JSON) takes no further questions
 BUSY = "this conversation is still answering its previous question"
 TOO_LONG = "this conversation is too long to continue: start a new one (新对话)"
+UNAVAILABLE = "the conversation store is unavailable"  # what a client is told; the server's log has why
+UNAVAILABLE_RETRY_SECONDS = 5
 
 
 def json_chars(history: list[AgentMessage]) -> int:
@@ -51,8 +56,9 @@ def json_chars(history: list[AgentMessage]) -> int:
 class SessionStore(Protocol):
     """Where conversations live between questions (one per session id)."""
 
-    def hold(self, session: str) -> list[AgentMessage]:
-        """The history a run continues, held for it alone; BadRequest (409 busy, 413 too long, 503)."""
+    def hold(self, session: str, client: str = "") -> list[AgentMessage]:
+        """The history a run continues, held for it alone; BadRequest (409 busy, 413 too long, 429 for a
+        ``client`` starting too many new conversations, 503)."""
         ...
 
     def release(self, session: str, history: list[AgentMessage]) -> None:
@@ -74,16 +80,25 @@ class Conversations:
     409 this conversation is still answering its previous question
     """
 
-    def __init__(self) -> None:
+    def __init__(self, quotas: Quotas = DEFAULTS) -> None:
         self.histories: OrderedDict[str, list[AgentMessage]] = OrderedDict()  # session id → its history
+        self.quotas, self.new = quotas, Window(quotas.new_sessions_per_minute, "INK_MAX_NEW_SESSIONS_PER_MINUTE")
+        self._clients: dict[str, str] = {}  # session id → the client that started it
         self._busy: set[str] = set()  # sessions with a run in flight
         self._lock = threading.Lock()  # one thread per browser connection: they all come here
 
-    def hold(self, session: str) -> list[AgentMessage]:
+    def hold(self, session: str, client: str = "") -> list[AgentMessage]:
         with self._lock:
             if session in self._busy:
                 raise BadRequest(409, BUSY)
-            history = self.histories.pop(session, [])
+            history = self.histories.pop(session, None)
+            if history is None:  # beyond §七: a new conversation counts against its client
+                self.new.admit(client)
+                mine = [other for other in self.histories if self._clients.get(other) == client]  # oldest first
+                idle = [other for other in mine if other not in self._busy]
+                if len(mine) >= self.quotas.conversations_per_client and idle:
+                    self._forget(idle[0])  # its own least recently used, never another client's
+                history, self._clients[session] = [], client
             self.histories[session] = history  # most recently used last
             if json_chars(history) > MAX_SESSION_CHARS:
                 raise BadRequest(413, TOO_LONG)
@@ -96,14 +111,26 @@ class Conversations:
             self._busy.discard(session)
             self.histories[session] = history  # back, even if it was forgotten meanwhile
             self.histories.move_to_end(session)
+            self._clients.setdefault(session, "")
             self._forget_beyond_bound()
 
     def close(self) -> None:
         pass
 
     def _forget_beyond_bound(self) -> None:
+        """Beyond SESSIONS_KEPT: the least recently used of the client holding most (never one a run holds)."""
         while len(self.histories) > SESSIONS_KEPT:
-            self.histories.popitem(last=False)
+            idle = (
+                (session, self._clients.get(session, "")) for session in self.histories if session not in self._busy
+            )
+            victim = fair_victim(idle)
+            if victim is None:
+                return
+            self._forget(victim)
+
+    def _forget(self, session: str) -> None:
+        self.histories.pop(session, None)
+        self._clients.pop(session, None)
 
 
 # ── in a SQLite file: every worker process sees every conversation ──────────────────────
@@ -171,11 +198,13 @@ class SqliteConversations:
     Each call opens its own connection (safe across threads and forks) and changes the
     file in one ``BEGIN IMMEDIATE`` transaction, so two workers never hand one conversation
     to two runs. A hold is a lease that this process renews while it lives: a crashed
-    worker's conversations are free again after ``LEASE_SECONDS``.
+    worker's conversations are free again after ``LEASE_SECONDS``. New conversations a minute
+    are counted per worker process.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], quotas: Quotas = DEFAULTS) -> None:
         self.path = os.fspath(path)
+        self.new = Window(quotas.new_sessions_per_minute, "INK_MAX_NEW_SESSIONS_PER_MINUTE")
         self._leases = Leases(self._renew)
         try:
             with closing(sqlite3.connect(self.path, timeout=DB_TIMEOUT_SECONDS, isolation_level=None)) as db:
@@ -185,7 +214,7 @@ class SqliteConversations:
         except sqlite3.Error as err:
             raise UsageError(f"INK_SESSION_DB={self.path}: {err} (give a new file, or one ink-py made)") from None
 
-    def hold(self, session: str) -> list[AgentMessage]:
+    def hold(self, session: str, client: str = "") -> list[AgentMessage]:
         owner = self._leases.owner()
         now = time.time()
         try:
@@ -195,6 +224,8 @@ class SqliteConversations:
                 ).fetchone()
                 if row is not None and row[0] is not None and row[1] > now:
                     raise BadRequest(409, BUSY)
+                if row is None:
+                    self.new.admit(client)  # 429: rolled back
                 too_long = row is not None and (row[2] > MAX_SESSION_CHARS or row[3] > MAX_STORED_CHARS)
                 history = [] if row is None or too_long else stored_history(db, session)
                 db.execute(
@@ -205,7 +236,7 @@ class SqliteConversations:
                 )
                 forget_beyond_bound(db, now)
         except sqlite3.Error as err:
-            raise BadRequest(503, f"the conversation store is unavailable: {err}") from None
+            raise BadRequest(503, UNAVAILABLE, retry_after=UNAVAILABLE_RETRY_SECONDS, detail=str(err)) from None
         if too_long:
             raise BadRequest(413, TOO_LONG)  # after the commit: it counts as used, as in memory
         self._leases.add(session)
@@ -282,6 +313,6 @@ def checked_history(text: str) -> list[AgentMessage]:
     return checked
 
 
-def open_store(path: str | None) -> SessionStore:
+def open_store(path: str | None, quotas: Quotas = DEFAULTS) -> SessionStore:
     """``INK_SESSION_DB``: a SQLite file, or (unset or empty) this process's memory."""
-    return SqliteConversations(path) if path else Conversations()
+    return SqliteConversations(path, quotas) if path else Conversations(quotas)

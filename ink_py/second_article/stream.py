@@ -6,8 +6,9 @@ iterating it subscribes, each event of the run's log (follow.py) written as an S
 its ``id:`` (``sse_fields``, ``sse_event``; ``retry:`` once, first), a ``: keep-alive`` in each
 silence. Its ``close()`` unsubscribes: this reader stops following. Beyond §二 the run (producer.py)
 goes on ``INK_RESUME_GRACE`` seconds, so that a browser that lost its connection picks the answer
-up again (``Last-Event-ID``). Sections: the wire format, the body, one run. The events and §五's
-quiet fragments: docs/modules.md.
+up again (``Last-Event-ID``), and a reader that takes nothing for ``INK_SEND_TIMEOUT`` is dropped
+(``watch_writes``). Sections: the wire format, the body, a reader that does not read, one run. The
+events and §五's quiet fragments: docs/modules.md.
 
     >>> print(sse_event("text", {"text": "你好"}, 7), end="")
     id: 7
@@ -19,14 +20,18 @@ quiet fragments: docs/modules.md.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import requests
 
-from ..core.abort import AbortController
+from ..core.abort import AbortController, start_thread
 from ..core.loop import AgentEvent, run_agent_loop
 from ..core.messages import AgentMessage
 from ..core.tools.read import create_read_tool
@@ -37,6 +42,8 @@ from .follow import Item
 KEEP_ALIVE_SECONDS = 2.0  # longest silence on an open stream: a gone browser is found by the 2nd failed write
 KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: EventSource ignores it, proxies see traffic
 RETRY = b"retry: 1000\n\n"  # beyond §七: EventSource reconnects 1 s after a drop (its default is about 3 s)
+SEND_TIMEOUT_SECONDS = 30.0  # INK_SEND_TIMEOUT's default: a write the reader has not taken by then drops it
+WATCH_WRITES_SECONDS = 0.25  # how often the one watchdog of a process looks at the writes in progress
 ProviderFactory = Callable[[], LLMProvider]
 Send = Callable[[str, Any], None]  # send(event name, data)
 Event = tuple[str, Any]
@@ -113,6 +120,89 @@ class SseBody:
         self.items = iter(())
 
 
+# ── a reader that does not read: dropped after INK_SEND_TIMEOUT, under any server ────────
+
+
+class WatchedBody:
+    """An ``SseBody`` whose server's writes are watched: one that the reader has not taken within
+    ``send_timeout`` (its receive window stays shut) shuts the connection down, so the server's
+    blocked write fails and the server closes the body, as for a browser that left."""
+
+    def __init__(self, body: SseBody, connection: socket.socket, send_timeout: float) -> None:
+        self.body = body
+        self.connection = connection
+        self.send_timeout = send_timeout
+        self.writing_since: float | None = None  # while the server writes a piece of ours
+
+    def __iter__(self) -> Iterator[bytes]:
+        _watched(self, True)
+        for piece in self.body:
+            self.writing_since = time.monotonic()
+            yield piece  # the server writes it (gunicorn: sendall; waitress: its buffer, then a wait)
+            self.writing_since = None
+
+    def cut(self) -> None:
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)  # the blocked write returns EPIPE at once
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        _watched(self, False)
+        self.body.close()
+
+
+def watch_writes(body: Iterable[bytes], environ: Mapping[str, Any], send_timeout: float) -> Iterable[bytes]:
+    """The relay's response body, an ``SseBody`` watched where the server lends the connection.
+
+    gunicorn and waitress have no send timeout of their own: a blocked write waits for good
+    (gunicorn's thread in ``sendall``, waitress's past ``--outbuf-high-watermark``). ``ink-py
+    serve`` lends no socket: its own socket timeout is INK_SEND_TIMEOUT (wsgi_server.py).
+
+    >>> watch_writes([b"page"], {}, 30.0)
+    [b'page']
+    """
+    connection = client_socket(environ)
+    if isinstance(body, SseBody) and connection is not None:
+        return WatchedBody(body, connection, send_timeout)
+    return body
+
+
+def client_socket(environ: Mapping[str, Any]) -> socket.socket | None:
+    """The connection, where the WSGI server lends it: gunicorn's ``gunicorn.socket``, waitress's
+    channel's (the owner of ``waitress.client_disconnected``, given with ``--channel-request-lookahead=1``)."""
+    connection = environ.get("gunicorn.socket")
+    if connection is None:
+        channel = getattr(environ.get("waitress.client_disconnected"), "__self__", None)
+        connection = getattr(channel, "socket", None)
+    return connection if isinstance(connection, socket.socket) else None
+
+
+_WATCH: dict[str, Any] = {"bodies": set(), "lock": threading.Lock(), "pid": 0}
+
+
+def _watched(body: WatchedBody, watch: bool) -> None:
+    with _WATCH["lock"]:
+        if not watch:
+            _WATCH["bodies"].discard(body)
+            return
+        _WATCH["bodies"].add(body)
+        if _WATCH["pid"] != os.getpid():  # one watchdog per process (gunicorn forks its workers)
+            _WATCH["pid"] = os.getpid()
+            start_thread(threading.Thread(target=_cut_stalled_writes, name="ink-send-watchdog", daemon=True))
+
+
+def _cut_stalled_writes() -> None:
+    while True:
+        time.sleep(WATCH_WRITES_SECONDS)
+        now = time.monotonic()
+        with _WATCH["lock"]:
+            late = [body for body in _WATCH["bodies"] if now - (body.writing_since or now) > body.send_timeout]
+            _WATCH["bodies"].difference_update(late)
+        for body in late:
+            body.cut()
+
+
 # ── one run: the agent loop, its events sent on ─────────────────────────────────────────
 
 
@@ -128,6 +218,7 @@ class RunSettings:
     max_tokens: int
     max_concurrent: int
     keep_alive_seconds: float = KEEP_ALIVE_SECONDS
+    send_timeout: float = SEND_TIMEOUT_SECONDS  # INK_SEND_TIMEOUT: a reader that takes nothing this long is dropped
 
 
 def run_query(

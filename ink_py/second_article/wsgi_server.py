@@ -3,17 +3,20 @@
 Any WSGI server (gunicorn, waitress) runs the relay's application; ``ink-py serve`` must
 need nothing but the standard library, so this module serves one (PEP 3333) on
 ``BoundedServer``, which keeps its promises whatever the clients do: at most
-``MAX_HANDLERS`` connections (503 beyond), a request head within 10 s, 30 s for any one
-read or write, no request body over ``MAX_BODY_BYTES`` (413, unread). What it adds to
-wsgiref's ``simple_server``:
+``MAX_HANDLERS`` connections (503 beyond), ``INK_MAX_CONNECTIONS_PER_CLIENT`` of them from
+one client (429 beyond; a proxy in ``FORWARDED_ALLOW_IPS`` is exempt), a request head
+within 10 s and read strictly (strict_http.py), ``INK_SEND_TIMEOUT`` for any one read or
+write, no request body over ``MAX_BODY_BYTES`` (413, unread). What it adds to wsgiref's
+``simple_server``:
 
+- every method reaches the application (the relay answers 405 with ``Allow``), and a HEAD
+  response goes out without its body;
 - HTTP/1.1: a body of known length keeps the connection; one without is sent chunked,
   each piece the application yields going out at once, and then the connection closes;
 - the body's ``close()`` is called however the response ends — done, a failed write
-  (the browser left), or an error — which is how the relay's run is aborted;
+  (the browser left), or an error — which is how the relay's reader unsubscribes;
 - ``environ["ink_py.client_disconnected"]``: a probe the application may call while it has
-  nothing to send, true once the browser's socket reads as closed (``peer_closed``), so a
-  browser that leaves a silent stream is noticed at once, not at the next keep-alive.
+  nothing to send, true once the browser's socket reads as closed (``peer_closed``).
 
     >>> environ = {}
     >>> add_headers(environ, [("Host", "127.0.0.1:8000"), ("X_Smuggled", "1"), ("Content-Type", "text/plain")])
@@ -24,26 +27,36 @@ wsgiref's ``simple_server``:
 from __future__ import annotations
 
 import io
+import os
 import select
 import socket
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..bounded_server import BodyTooLarge, BoundedHandler, BoundedServer
+from ..bounded_server import SOCKET_TIMEOUT_SECONDS, BodyTooLarge, BoundedHandler, BoundedServer
+from ..peers import Trusted
 from ..terminal import terminal_safe
+from .stores import count_setting, trusted_from
 
 DISCONNECTED = "ink_py.client_disconnected"  # the environ key of the hang-up probe
+MAX_CONNECTIONS_PER_CLIENT = 32  # INK_MAX_CONNECTIONS_PER_CLIENT's default: a few browsers behind one address
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 class WsgiServer(BoundedServer):
-    """A BoundedServer that answers every request by calling one WSGI application."""
+    """A BoundedServer that answers every request by calling one WSGI application.
 
-    def __init__(self, address: tuple[str, int], app: WsgiApp) -> None:
+    ``send_timeout`` bounds any one read or write (``INK_SEND_TIMEOUT``: a reader that takes
+    nothing for that long is dropped); the cap per client comes from the environment.
+    """
+
+    def __init__(self, address: tuple[str, int], app: WsgiApp, send_timeout: float = SOCKET_TIMEOUT_SECONDS) -> None:
+        self.max_per_client, self.trusted = connection_settings(os.environ)  # UsageError before the port is taken
         super().__init__(address, WsgiHandler)
         self.app = app
+        self.send_timeout = send_timeout
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], OSError):
@@ -51,24 +64,38 @@ class WsgiServer(BoundedServer):
         print(f"ink-py serve: internal error: {terminal_safe(repr(sys.exc_info()[1]))}", file=sys.stderr)
 
 
+def connection_settings(environ: Mapping[str, str]) -> tuple[int, Trusted]:
+    """``INK_MAX_CONNECTIONS_PER_CLIENT`` (0: no cap) and the peers it spares, ``FORWARDED_ALLOW_IPS``.
+
+    >>> connection_settings({"FORWARDED_ALLOW_IPS": "10.0.0.5"})
+    (32, (IPv4Network('10.0.0.5/32'),))
+    """
+    cap = count_setting(environ, "INK_MAX_CONNECTIONS_PER_CLIENT", 0, 100_000)
+    return (MAX_CONNECTIONS_PER_CLIENT if cap is None else cap), trusted_from(environ)
+
+
 class WsgiHandler(BoundedHandler):
-    """GET and POST go to the application (other methods: 501, as http.server answers them)."""
+    """Every request goes to the application, whatever its method."""
 
     protocol_version = "HTTP/1.1"
     server_version = "ink-py-serve"
     server: WsgiServer
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.send_timeout)  # INK_SEND_TIMEOUT (the relay's watchdog elsewhere)
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: one line per request would bury the URL the user needs
 
-    def do_GET(self) -> None:
-        self.run_app()
-
-    def do_POST(self) -> None:
-        self.run_app()
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:  # not http.server's 501: the application answers any method (the relay: 405 with Allow)
+            setattr(self, f"do_{self.command}", self.run_app)
+        return parsed
 
     def end_headers(self) -> None:
-        self.send_header("X-Content-Type-Options", "nosniff")  # http.server's own errors (501, 400) too
+        self.send_header("X-Content-Type-Options", "nosniff")  # http.server's own errors (400, 413) too
         super().end_headers()
 
     def send_head(self, status: str, headers: list[tuple[str, str]], chunked: bool) -> None:
@@ -88,13 +115,10 @@ class WsgiHandler(BoundedHandler):
         try:
             length = self.body_length()
         except BodyTooLarge as big:
-            self.close_connection = True  # the body stays unread
-            self.send_error(413, str(big))
+            self.send_error(413, str(big))  # and the connection closes: the body stays unread
             return
-        if length is None and ("Content-Length" in self.headers or "Transfer-Encoding" in self.headers):
-            self.close_connection = True  # a body of unknown length is never read: don't reuse the connection
         response = Response(self)
-        body_input = BodyInput(self.rfile, length or 0)
+        body_input = BodyInput(self.rfile, length)
         body = self.server.app(self.environ(body_input), response.start)
         try:
             for data in body:
@@ -132,6 +156,8 @@ class WsgiHandler(BoundedHandler):
             DISCONNECTED: lambda: peer_closed(self.connection),
         }
         add_headers(environ, self.headers.items())
+        if target.netloc:  # GET http://host/… (absolute-form): RFC 9112 §3.2.2, the target's host is the Host
+            environ["HTTP_HOST"] = target.netloc
         return environ
 
 
@@ -164,14 +190,14 @@ class Response:
     def write(self, data: bytes) -> None:
         if not self.sent:
             self._send_head()
-        if data:
+        if data and self.handler.command != "HEAD":  # a HEAD response: the head alone
             wire = b"%x\r\n%s\r\n" % (len(data), data) if self.chunked else data
             self.handler.wfile.write(wire)  # unbuffered: one piece, sent at once
 
     def finish(self) -> None:
         if not self.sent:
             self._send_head()
-        if self.chunked:
+        if self.chunked and self.handler.command != "HEAD":
             self.handler.wfile.write(b"0\r\n\r\n")
 
     def _send_head(self) -> None:

@@ -16,7 +16,7 @@ from .common import MESSAGES, arguments, read
 PAIRS = [("anthropic", MESSAGES)]
 
 
-def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
+def run(client: str, dialect: str, scenario: str, root: str, chained: bool) -> dict[str, Any]:
     where = {"base_url": common.url(client, dialect, root), "api_key": "unused", "max_retries": 0}
     sdk = anthropic.Anthropic(**where, timeout=common.TIMEOUT)
     messages: list[Any] = [{"role": "user", "content": common.prompt(scenario)}]

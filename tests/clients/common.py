@@ -7,7 +7,11 @@ its root URL — for every scenario × dialect the client speaks, and prints one
 its user: the text and how many deltas it came in, each call (id, name, arguments: the parsed
 object, or ``{"raw": text}`` when the client passed them on unparsed), the finish reason in the
 client's own word, the usage it reported, the error it raised — and, for a client that runs the
-tools itself (pydantic-ai's agent, the AI SDK's steps), ``ran``: what it ran the tool with.
+tools itself (pydantic-ai's agent, the AI SDK's steps), ``ran``: what it ran the tool with. A
+Responses turn also says what its request ``sent`` (``tap_requests``): whether it named a
+``previous_response_id``, and the type of each input item (``item_reference`` for one sent by
+reference). Each Responses client also runs ``CHAINED`` scenarios a second time, ``"chained":
+true``: its second turn continues by ``previous_response_id``, the client's own way to ask for it.
 ``tests/test_client_matrix.py`` reads the lines and holds them against its tables.
 
 ``CONNECTIONS`` says how each client reaches the built-in model; docs/usage.md shows the same
@@ -16,6 +20,7 @@ table (tests/test_readme_truth.py checks it).
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import traceback
@@ -25,6 +30,7 @@ from typing import Any
 ROOT_SHOWN = "http://127.0.0.1:8765"  # the docs' port; a driver gets each server's own root
 MODEL = "ink-scripted"  # any name works: the reply names the model asked for
 SCENARIOS = ["readme", "interleaved", "missing-finish", "abort", "invalid-json", "length-tool", "length-text"]
+CHAINED = ["readme", "interleaved"]  # run again by previous_response_id: one call, then two
 CHAT, MESSAGES, RESPONSES = "openai-completions", "anthropic-messages", "openai-responses"
 
 # (client, dialect) → (how the client is pointed at the server, the base URL it takes, the model name)
@@ -158,21 +164,63 @@ def converse(scenario: str, ask: Callable[[dict[str, Any]], Any], answer: Callab
     return {"turns": turns}
 
 
-Runner = Callable[[str, str, str, str], dict[str, Any]]  # (client, dialect, scenario, root) → the cell's report
+Runner = Callable[[str, str, str, str, bool], dict[str, Any]]  # (client, dialect, scenario, root, chained) → report
+SENT: list[dict[str, Any]] = []  # what each Responses request of the cell running sent, in order
+
+
+def sent(body: Any) -> dict[str, Any]:
+    """What a Responses request sent: whether it named a previous response, and its input items' types.
+
+    >>> sent({"previous_response_id": "resp_1", "input": [{"type": "item_reference", "id": "msg_1"}, {"role": "user"}]})
+    {'previous_response_id': True, 'input': ['item_reference', 'message']}
+    """
+    items = body.get("input") if isinstance(body, dict) else None
+    items = [{"role": "user"}] if isinstance(items, str) else items if isinstance(items, list) else []
+    types = [str(item.get("type", "message")) if isinstance(item, dict) else "?" for item in items]
+    return {"previous_response_id": isinstance(body.get("previous_response_id"), str), "input": types}
+
+
+def tap_requests() -> None:
+    """Note what every ``POST …/responses`` sends (``SENT``), in whichever HTTP library carries it:
+    httpx under LangChain's, LiteLLM's and pydantic-ai's clients, httpx2 under newer openai releases."""
+    for name in ("httpx", "httpx2"):
+        try:
+            http = importlib.import_module(name)
+        except ImportError:
+            continue
+        for kind in (http.Client, http.AsyncClient):
+            kind.send = _tapped(kind.send)
+
+
+def _tapped(send: Any) -> Any:
+    def tapped(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if request.method == "POST" and request.url.path.endswith("/responses"):
+            try:
+                SENT.append(sent(json.loads(request.content)))
+            except Exception:  # a body streamed, or not JSON: say so, in order
+                SENT.append({"previous_response_id": False, "input": ["?"]})
+        return send(self, request, *args, **kwargs)  # for an AsyncClient, a coroutine its caller awaits
+
+    return tapped
 
 
 def main(pairs: list[tuple[str, str]], run: Runner, roots: dict[str, str], only: set[str] | None = None) -> None:
     """Run every cell of a driver's (client, dialect) pairs and print one JSON line each; a driver's
-    own failure is reported as the cell's."""
+    own failure is reported as the cell's. ``only``: ``dialect/scenario`` (``+chained`` for a chained cell)."""
+    tap_requests()
     for client, dialect in pairs:
-        for scenario in SCENARIOS:
-            if only and f"{dialect}/{scenario}" not in only:
+        chained = [(scenario, True) for scenario in CHAINED] if dialect == RESPONSES else []
+        for scenario, chain in [(scenario, False) for scenario in SCENARIOS] + chained:
+            if only and f"{dialect}/{scenario}{'+chained' if chain else ''}" not in only:
                 continue
-            cell: dict[str, Any] = {"client": client, "dialect": dialect, "scenario": scenario}
+            cell: dict[str, Any] = {"client": client, "dialect": dialect, "scenario": scenario, "chained": chain}
+            SENT.clear()
             try:
-                cell |= run(client, dialect, scenario, roots[scenario])
+                cell |= run(client, dialect, scenario, roots[scenario], chain)
             except Exception as err:  # the driver's own mistake: reported, so the table names the cell
                 cell |= {"turns": [], "driver_error": error_text(err), "trace": traceback.format_exc()[-2000:]}
+            for turn, request in zip(cell["turns"], SENT if dialect == RESPONSES else [], strict=False):
+                turn["sent"] = request
             print("CELL " + json.dumps(cell, ensure_ascii=False), flush=True)  # a client may print too
     sys.stdout.flush()
 
@@ -183,6 +231,7 @@ def task(roots: dict[str, str]) -> dict[str, Any]:
     return {
         "roots": roots,
         "scenarios": SCENARIOS,
+        "chained": CHAINED,
         "connections": connections,
         "prompts": {s: prompt(s) for s in SCENARIOS},
         "system": SYSTEM,

@@ -2,7 +2,8 @@
 
 The model with the read tool bound streams ``AIMessageChunk``s; their sum is the message (its
 ``tool_calls``, ``invalid_tool_calls``, ``usage_metadata`` and ``response_metadata``). The
-second turn appends that message and a ``ToolMessage`` per call, as LangChain's tool guide does.
+second turn appends that message and a ``ToolMessage`` per call, as LangChain's tool guide does;
+chained, ``ChatOpenAI(use_previous_response_id=True)`` sends only what follows the last response.
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ PAIRS = [("langchain-openai", CHAT), ("langchain-openai", RESPONSES), ("langchai
 FINISH = {CHAT: "finish_reason", RESPONSES: "status", MESSAGES: "stop_reason"}  # where each puts it
 
 
-def chat_model(client: str, dialect: str, root: str) -> Any:
+def chat_model(client: str, dialect: str, root: str, chained: bool) -> Any:
     where = {"model": common.model(client, dialect), "base_url": common.url(client, dialect, root), "api_key": "unused"}
     if dialect == MESSAGES:
         return ChatAnthropic(**where, max_retries=0, default_request_timeout=common.TIMEOUT, max_tokens=1024)
+    if chained:
+        where["use_previous_response_id"] = True
     responses = dialect == RESPONSES
     return ChatOpenAI(**where, max_retries=0, timeout=common.TIMEOUT, stream_usage=True, use_responses_api=responses)
 
 
-def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
-    bound = chat_model(client, dialect, root).bind_tools(common.TOOLS[CHAT])
+def run(client: str, dialect: str, scenario: str, root: str, chained: bool) -> dict[str, Any]:
+    bound = chat_model(client, dialect, root, chained).bind_tools(common.TOOLS[CHAT])
     messages: list[Any] = [SystemMessage(common.SYSTEM), HumanMessage(common.prompt(scenario))]
 
     def ask(turn: dict[str, Any]) -> Any:

@@ -3,7 +3,8 @@
 ``completion`` streams OpenAI-shaped chunks whatever the provider (its Anthropic adapter turns
 Messages events into them); ``stream_chunk_builder`` assembles them, as LiteLLM's docs show.
 The second turn appends the assistant message and ``tool`` messages (``completion``), or the
-output items and ``function_call_output`` items (``responses``).
+output items and ``function_call_output`` items (``responses``; chained, only the latter, with
+``previous_response_id``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ streaming = {"litellm_provider": "openai", "supports_native_streaming": True}
 litellm.register_model({common.model("litellm", RESPONSES): streaming})
 
 
-def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
+def run(client: str, dialect: str, scenario: str, root: str, chained: bool) -> dict[str, Any]:
     where = {"model": common.model(client, dialect), "api_base": common.url(client, dialect, root), "api_key": "unused"}
-    return (responses if dialect == RESPONSES else completion)(where, scenario)
+    return responses(where, scenario, chained) if dialect == RESPONSES else completion(where, scenario)
 
 
 def completion(where: dict[str, Any], scenario: str) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def completion(where: dict[str, Any], scenario: str) -> dict[str, Any]:
     return common.converse(scenario, ask, answer)
 
 
-def responses(where: dict[str, Any], scenario: str) -> dict[str, Any]:
+def responses(where: dict[str, Any], scenario: str, chained: bool) -> dict[str, Any]:
     items: list[Any] = [{"role": "user", "content": common.prompt(scenario)}]
     options = {"tools": common.TOOLS[RESPONSES], "instructions": common.SYSTEM, "timeout": common.TIMEOUT}
 
@@ -83,6 +84,8 @@ def responses(where: dict[str, Any], scenario: str) -> dict[str, Any]:
         if response is None:  # the stream ended without a terminal event, and LiteLLM said nothing
             return None
         output = [item if isinstance(item, dict) else item.model_dump() for item in response.output]
+        if chained:  # the next request continues this response on the server
+            options["previous_response_id"] = response.id
         turn["finish"], usage = response.status, response.usage
         turn["calls"] = [
             {"id": item["call_id"], "name": item["name"], "arguments": arguments(item["arguments"])}
@@ -93,7 +96,10 @@ def responses(where: dict[str, Any], scenario: str) -> dict[str, Any]:
         return output
 
     def answer(output: list[dict[str, Any]]) -> None:
-        items.extend(output)
+        if chained:
+            items.clear()  # the server keeps the conversation: send only what is new
+        else:
+            items.extend(output)
         calls = [item for item in output if item.get("type") == "function_call"]
         items.extend(
             {"type": "function_call_output", "call_id": c["call_id"], "output": read(c["arguments"])} for c in calls

@@ -3,7 +3,8 @@
 ``client.chat.completions.stream`` (the helper that assembles the completion and says whether it
 finished) and ``client.responses.stream``; the second turn sends the assistant message and the
 tool messages back (Chat Completions), or the output items and ``function_call_output`` items
-(Responses), as the SDK's own examples do.
+(Responses), as the SDK's own examples do — chained, only the ``function_call_output`` items and
+``previous_response_id``, as OpenAI's conversation-state guide does.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ PAIRS = [("openai", CHAT), ("openai", RESPONSES)]
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 
-def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
+def run(client: str, dialect: str, scenario: str, root: str, chained: bool) -> dict[str, Any]:
     where = {"base_url": common.url(client, dialect, root), "api_key": "unused", "max_retries": 0}
     sdk = openai.OpenAI(**where, timeout=common.TIMEOUT)
-    return (chat if dialect == CHAT else responses)(sdk, common.model(client, dialect), scenario)
+    if dialect == CHAT:
+        return chat(sdk, common.model(client, dialect), scenario)
+    return responses(sdk, common.model(client, dialect), scenario, chained)
 
 
 def chat(sdk: openai.OpenAI, model: str, scenario: str) -> dict[str, Any]:
@@ -61,12 +64,15 @@ def chat(sdk: openai.OpenAI, model: str, scenario: str) -> dict[str, Any]:
     return common.converse(scenario, ask, answer)
 
 
-def responses(sdk: openai.OpenAI, model: str, scenario: str) -> dict[str, Any]:
+def responses(sdk: openai.OpenAI, model: str, scenario: str, chained: bool) -> dict[str, Any]:
     items: list[Any] = [{"role": "user", "content": common.prompt(scenario)}]
+    previous: dict[str, Any] = {}  # chained: the previous_response_id of the next request
 
     def ask(turn: dict[str, Any]) -> Any:
-        tools, instructions = common.TOOLS[RESPONSES], common.SYSTEM
-        with sdk.responses.stream(model=model, input=items, tools=tools, instructions=instructions) as stream:
+        tools, instructions = common.TOOLS[RESPONSES], common.SYSTEM  # instructions: not carried over, sent again
+        with sdk.responses.stream(
+            model=model, input=items, tools=tools, instructions=instructions, **previous
+        ) as stream:
             for event in stream:
                 if event.type == "response.output_text.delta":
                     turn["text"] += event.delta
@@ -87,7 +93,11 @@ def responses(sdk: openai.OpenAI, model: str, scenario: str) -> dict[str, Any]:
         return response
 
     def answer(response: Any) -> None:
-        items.extend(item.model_dump(exclude_none=True) for item in response.output)
+        if chained:  # the server keeps the conversation: send only what is new
+            items.clear()
+            previous["previous_response_id"] = response.id
+        else:
+            items.extend(item.model_dump(exclude_none=True) for item in response.output)
         calls = [item for item in response.output if item.type == "function_call"]
         items.extend({"type": "function_call_output", "call_id": c.call_id, "output": read(c.arguments)} for c in calls)
 

@@ -5,6 +5,7 @@ The agent runs its own loop: it streams a model request, runs the tool on the ca
 sends the results back (pydantic-ai's way of a second turn). ``agent.iter`` walks that loop one
 node at a time; each model request node is streamed and reported as a turn (the text deltas as
 they came, then the ``ModelResponse`` it produced). The loop is stopped after two requests.
+Chained, the Responses model continues by ``openai_previous_response_id="auto"``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from openai import AsyncOpenAI
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta, ToolCallPart
 from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel, OpenAIResponsesModelSettings
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
@@ -48,19 +49,22 @@ def agent_model(dialect: str, client: Any) -> Any:
     return (OpenAIChatModel if dialect == CHAT else OpenAIResponsesModel)(name, provider=provider)
 
 
-def run(client: str, dialect: str, scenario: str, root: str) -> dict[str, Any]:
-    return asyncio.run(asyncio.wait_for(drive(dialect, scenario, root), 4 * TIMEOUT))
+def run(client: str, dialect: str, scenario: str, root: str, chained: bool) -> dict[str, Any]:
+    return asyncio.run(asyncio.wait_for(drive(dialect, scenario, root, chained), 4 * TIMEOUT))
 
 
-async def drive(dialect: str, scenario: str, root: str) -> dict[str, Any]:
+async def drive(dialect: str, scenario: str, root: str, chained: bool) -> dict[str, Any]:
     where = {"base_url": url("pydantic-ai", dialect, root), "api_key": "unused", "max_retries": 0, "timeout": TIMEOUT}
+    settings = ModelSettings(max_tokens=1024)
+    if chained:
+        settings = OpenAIResponsesModelSettings(max_tokens=1024, openai_previous_response_id="auto")
     async with (AsyncAnthropic if dialect == MESSAGES else AsyncOpenAI)(**where) as client:
-        return await run_agent(agent_model(dialect, client), scenario)
+        return await run_agent(agent_model(dialect, client), scenario, settings)
 
 
-async def run_agent(agent_model: Any, scenario: str) -> dict[str, Any]:
+async def run_agent(agent_model: Any, scenario: str, settings: ModelSettings) -> dict[str, Any]:
     turns: list[dict[str, Any]] = []
-    agent = Agent(agent_model, instructions=SYSTEM, model_settings=ModelSettings(max_tokens=1024))
+    agent = Agent(agent_model, instructions=SYSTEM, model_settings=settings)
 
     @agent.tool_plain(name="read")
     def read_file(path: str) -> str:

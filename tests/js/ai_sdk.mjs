@@ -2,6 +2,8 @@
 // @ai-sdk/openai (.chat and .responses) and @ai-sdk/anthropic (Messages).
 // The SDK runs the tool and sends its result back itself (its multi-step loop, stopped after two
 // steps): each step is a turn, read off fullStream's parts between start-step and finish-step.
+// With its default settings (store on) the Responses provider sends the earlier output by
+// item_reference; chained, prepareStep continues the first step by previousResponseId instead.
 import { jsonSchema, stepCountIs, streamText, tool } from "ai";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
@@ -25,11 +27,17 @@ function languageModel(client, dialect, scenario) {
   return dialect === RESPONSES ? openai.responses(model) : openai.chat(model);
 }
 
-// The SDK refers to its earlier output items by id (item_reference) unless told store: false; the
-// built-in model keeps no items, and OpenAI answers such a reference with a 404 when it stored none.
-const PROVIDER_OPTIONS = { openai: { store: false } };
+// Chained: the second step names the first step's response and sends only the tool results.
+function continueByPreviousResponse({ stepNumber, steps }) {
+  if (stepNumber === 0) return undefined;
+  const previous = steps[stepNumber - 1];
+  return {
+    providerOptions: { openai: { previousResponseId: previous.providerMetadata?.openai?.responseId } },
+    messages: previous.response.messages.filter((message) => message.role === "tool"),
+  };
+}
 
-async function runCell(client, dialect, scenario) {
+async function runCell(client, dialect, scenario, chained) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error("timed out")), 4 * task.timeout_ms);
   const turns = [];
@@ -54,7 +62,7 @@ async function runCell(client, dialect, scenario) {
       maxOutputTokens: 1024,
       abortSignal: controller.signal,
       onError: () => {}, // errors arrive as fullStream parts too: reported there, not printed
-      providerOptions: dialect === RESPONSES ? PROVIDER_OPTIONS : undefined,
+      prepareStep: chained ? continueByPreviousResponse : undefined,
     });
     for await (const part of result.fullStream) {
       if (part.type === "start-step") turns.push((turn = { ...newTurn(), ran: [] }));

@@ -1,7 +1,8 @@
 // What the Node drivers share (the Python side's tests/clients/common.py, in JavaScript): the task
 // they get as JSON on the command line (prompts, files, connections: one source, in Python), the
-// read tool, and how a cell is reported — one line `CELL {json}` each, as the Python drivers print.
-// Usage: node tests/js/<client>.mjs TASK_JSON [dialect/scenario ...]
+// read tool, what each Responses request sent (fetch, tapped), and how a cell is reported — one
+// line `CELL {json}` each, as the Python drivers print.
+// Usage: node tests/js/<client>.mjs TASK_JSON [dialect/scenario[+chained] ...]
 
 export const task = JSON.parse(process.argv[2]);
 const only = new Set(process.argv.slice(3));
@@ -9,6 +10,28 @@ const only = new Set(process.argv.slice(3));
 export const CHAT = "openai-completions";
 export const MESSAGES = "anthropic-messages";
 export const RESPONSES = "openai-responses";
+
+/** What a Responses request sent: whether it named a previous response, and its input items' types. */
+export function sent(body) {
+  const items = typeof body?.input === "string" ? [{ role: "user" }] : Array.isArray(body?.input) ? body.input : [];
+  const types = items.map((item) => (item && typeof item === "object" ? String(item.type ?? "message") : "?"));
+  return { previous_response_id: typeof body?.previous_response_id === "string", input: types };
+}
+
+// Every POST …/responses the clients make, noted in order (they all fetch through globalThis.fetch).
+const SENT = [];
+const fetchAsGiven = globalThis.fetch;
+globalThis.fetch = (resource, init) => {
+  const where = String(resource instanceof Request ? resource.url : resource);
+  if ((init?.method ?? "GET").toUpperCase() === "POST" && new URL(where).pathname.endsWith("/responses")) {
+    try {
+      SENT.push(sent(JSON.parse(init.body)));
+    } catch {
+      SENT.push({ previous_response_id: false, input: ["?"] }); // a body not JSON text: say so, in order
+    }
+  }
+  return fetchAsGiven(resource, init);
+};
 
 /** The base URL and model name a client takes for a dialect, with this scenario's server root. */
 export function connection(client, dialect, scenario) {
@@ -77,17 +100,23 @@ export async function converse(scenario, ask, answer) {
   return { turns };
 }
 
-/** Run every cell of the driver's [client, dialect] pairs: runCell → {turns, ...}; a driver's own failure is the cell's. */
+/**
+ * Run every cell of the driver's [client, dialect] pairs — a Responses pair's chained scenarios a second
+ * time, chained — runCell(client, dialect, scenario, chained) → {turns, ...}; a driver's own failure is the cell's.
+ */
 export async function main(pairs, runCell) {
   for (const [client, dialect] of pairs) {
-    for (const scenario of task.scenarios) {
-      if (only.size && !only.has(`${dialect}/${scenario}`)) continue;
-      const cell = { client, dialect, scenario };
+    const chained = dialect === RESPONSES ? task.chained.map((scenario) => [scenario, true]) : [];
+    for (const [scenario, chain] of [...task.scenarios.map((scenario) => [scenario, false]), ...chained]) {
+      if (only.size && !only.has(`${dialect}/${scenario}${chain ? "+chained" : ""}`)) continue;
+      const cell = { client, dialect, scenario, chained: chain };
+      SENT.length = 0;
       try {
-        Object.assign(cell, await runCell(client, dialect, scenario));
+        Object.assign(cell, await runCell(client, dialect, scenario, chain));
       } catch (err) {
         Object.assign(cell, { turns: [], driver_error: errorText(err), trace: String(err?.stack).slice(-2000) });
       }
+      if (dialect === RESPONSES) cell.turns.forEach((turn, number) => (turn.sent = SENT[number]));
       process.stdout.write(`CELL ${JSON.stringify(cell)}\n`);
     }
   }

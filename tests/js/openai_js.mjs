@@ -1,7 +1,8 @@
 // The official openai JavaScript SDK: its streaming helpers client.chat.completions.stream (which
 // assembles the completion) and client.responses.stream (which assembles the response). The
 // second turn sends the assistant message and tool messages back (Chat Completions), or the
-// output items and function_call_output items (Responses), as the SDK's own examples do.
+// output items and function_call_output items (Responses), as the SDK's own examples do — chained,
+// only the function_call_output items and previous_response_id, as OpenAI's conversation-state guide does.
 import OpenAI from "openai";
 import { CHAT, RESPONSES, args, connection, converse, main, read, task } from "./common.mjs";
 
@@ -12,10 +13,10 @@ const PAIRS = [
 const FUNCTION = { name: "read", description: task.read_description, parameters: task.read_parameters };
 const TERMINAL = ["response.completed", "response.incomplete", "response.failed"];
 
-async function runCell(client, dialect, scenario) {
+async function runCell(client, dialect, scenario, chained) {
   const { baseURL, model } = connection(client, dialect, scenario);
   const openai = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: task.timeout_ms });
-  return dialect === CHAT ? chat(openai, model, scenario) : responses(openai, model, scenario);
+  return dialect === CHAT ? chat(openai, model, scenario) : responses(openai, model, scenario, chained);
 }
 
 function chat(openai, model, scenario) {
@@ -55,11 +56,13 @@ function chat(openai, model, scenario) {
   return converse(scenario, ask, answer);
 }
 
-function responses(openai, model, scenario) {
+function responses(openai, model, scenario, chained) {
   const input = [{ role: "user", content: task.prompts[scenario] }];
   const tools = [{ type: "function", ...FUNCTION }];
+  const previous = {}; // chained: the previous_response_id of the next request
   const ask = async (turn) => {
-    const stream = openai.responses.stream({ model, input, instructions: task.system, tools });
+    // instructions are not carried over by previous_response_id: sent again
+    const stream = openai.responses.stream({ model, input, instructions: task.system, tools, ...previous });
     for await (const event of stream) {
       if (event.type === "response.output_text.delta") {
         turn.text += event.delta;
@@ -81,7 +84,12 @@ function responses(openai, model, scenario) {
     return response;
   };
   const answer = (response) => {
-    input.push(...response.output);
+    if (chained) {
+      input.length = 0; // the server keeps the conversation: send only what is new
+      previous.previous_response_id = response.id;
+    } else {
+      input.push(...response.output);
+    }
     for (const item of response.output.filter((i) => i.type === "function_call")) {
       input.push({ type: "function_call_output", call_id: item.call_id, output: read(item.arguments) });
     }

@@ -1,6 +1,12 @@
 """parse_frame (article §2.1): one frame's lines → {"event", "data"} — exercise 1."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import pytest
+
+from .implementation import Implementation
 
 pytestmark = pytest.mark.ex1
 
@@ -38,7 +44,7 @@ FRAMES = [
 
 
 @pytest.mark.parametrize("frame, expected", FRAMES)
-def test_parse_frame(ink, frame, expected):
+def test_parse_frame(ink: Implementation, frame: Any, expected: Any) -> None:
     assert ink.shared.parse_frame(frame) == expected
 
 
@@ -54,7 +60,7 @@ def test_parse_frame(ink, frame, expected):
         pytest.param("data: " + "[" * 100_000, id="nested-too-deep"),
     ],
 )
-def test_data_that_is_not_json_raises_and_quotes_the_frame(ink, frame):
+def test_data_that_is_not_json_raises_and_quotes_the_frame(ink: Implementation, frame: Any) -> None:
     """What is not JSON — NaN, Infinity and 1e999 included — is an error that quotes the frame, never a value.
 
     中文:不是 JSON 的数据(包括 NaN、Infinity 和 1e999)都报错,并引用这个 frame,绝不当作一个值交出去。

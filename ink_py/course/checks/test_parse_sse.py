@@ -4,11 +4,16 @@ The article's loop on LF line ends; what servers add beyond it (CR line ends, a 
 unfinished last event, the cap) is ``guarded``'s, tested in test_guards.py.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import pytest
 
 from ink_py.provider import shared as reference
 
 from .helpers import arrivals, fixture_bytes, growth_verdict, split_at
+from .implementation import Implementation
 
 pytestmark = pytest.mark.ex2
 
@@ -34,11 +39,11 @@ READS = [
 
 
 @pytest.mark.parametrize("reads, expected", READS)
-def test_parse_sse(ink, reads, expected):
+def test_parse_sse(ink: Implementation, reads: Any, expected: Any) -> None:
     assert list(ink.shared.parse_sse(reads)) == expected
 
 
-def test_article_2_1_event_arrives_in_two_reads(ink):
+def test_article_2_1_event_arrives_in_two_reads(ink: Implementation) -> None:
     """§2.1's walk-through: read ① has no blank line yet (nothing yielded), read ② completes it.
 
     中文:§2.1 的演示:第 ① 次读取还没有空行(什么都不交出),第 ② 次读取让事件完整。
@@ -50,7 +55,7 @@ def test_article_2_1_event_arrives_in_two_reads(ink):
 
     reads_taken = []
 
-    def network():
+    def network() -> Any:
         for number, read in enumerate([first, second], start=1):
             reads_taken.append(number)
             yield read
@@ -72,7 +77,7 @@ def test_article_2_1_event_arrives_in_two_reads(ink):
         pytest.param([b'data: {"a": 1}\n', b'\ndata: {"a": 1}\n', b"\n"], [2, 3], id="blank-line-opens-next-read"),
     ],
 )
-def test_each_event_is_yielded_in_the_read_that_completes_it(ink, reads, arrival):
+def test_each_event_is_yielded_in_the_read_that_completes_it(ink: Implementation, reads: Any, arrival: Any) -> None:
     """Never held back until the next read — a streaming display depends on it.
 
     中文:绝不留到下一次读取才交出 —— 流式显示靠的就是这一点。
@@ -80,7 +85,7 @@ def test_each_event_is_yielded_in_the_read_that_completes_it(ink, reads, arrival
     assert arrivals(reads, ink.shared.parse_sse) == arrival
 
 
-def test_one_byte_reads_of_a_fixture_equal_one_read(ink):
+def test_one_byte_reads_of_a_fixture_equal_one_read(ink: Implementation) -> None:
     body = fixture_bytes("article/interleaved")
     whole = list(ink.shared.parse_sse([body]))
     assert list(ink.shared.parse_sse(split_at(body, list(range(len(body)))))) == whole
@@ -93,7 +98,7 @@ def one_event_in_small_reads(size: int, read: int = 64) -> list[bytes]:
     return [data[i : i + read] for i in range(0, len(data), read)]
 
 
-def test_a_long_event_in_small_reads_takes_linear_time_like_the_reference(ink):
+def test_a_long_event_in_small_reads_takes_linear_time_like_the_reference(ink: Implementation) -> None:
     """The buffer is searched only where new text arrived: re-scanning it from the start on every
     read (the article's shape, in Python) takes quadratic time — ×100 the reference at 512 KiB.
 

@@ -2,19 +2,23 @@
 and any reply, fragmented and interleaved any way, is reassembled exactly.
 """
 
+from __future__ import annotations
+
 import json
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from .helpers import all_fixture_names, dialect_of, fixture_bytes, split_at
+from .implementation import Implementation
 
 PROPERTY_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=60)
 
 
-def outcome(make_iterator):
+def outcome(make_iterator: Any) -> Any:
     """Everything an iterator yields, and the error message it ends with (or None)."""
     items = []
     try:
@@ -33,7 +37,7 @@ def awkward_offsets(data: bytes) -> list[int]:
 
 
 @st.composite
-def fixture_split(draw):
+def fixture_split(draw: Any) -> Any:
     name = draw(st.sampled_from(all_fixture_names()))
     data = fixture_bytes(name)
     offsets = st.integers(0, len(data)) | st.sampled_from(awkward_offsets(data))
@@ -43,7 +47,7 @@ def fixture_split(draw):
 @pytest.mark.ex2
 @PROPERTY_SETTINGS
 @given(fixture_split())
-def test_any_split_of_any_fixture_parses_the_same(ink, case):
+def test_any_split_of_any_fixture_parses_the_same(ink: Implementation, case: Any) -> None:
     name, data, cuts = case
     reads = split_at(data, cuts)
     assert outcome(lambda: ink.shared.parse_sse(reads)) == outcome(lambda: ink.shared.parse_sse([data])), name
@@ -52,7 +56,7 @@ def test_any_split_of_any_fixture_parses_the_same(ink, case):
 @pytest.mark.ex2
 @PROPERTY_SETTINGS
 @given(fixture_split())
-def test_any_split_of_any_fixture_assembles_the_same(ink, case):
+def test_any_split_of_any_fixture_assembles_the_same(ink: Implementation, case: Any) -> None:
     name, data, cuts = case
     reads = split_at(data, cuts)
     assemble_stream = getattr(ink, dialect_of(name)).assemble_stream  # each folder's own dialect
@@ -61,7 +65,7 @@ def test_any_split_of_any_fixture_assembles_the_same(ink, case):
 
 @pytest.mark.ex2
 @pytest.mark.parametrize("name", all_fixture_names())
-def test_one_byte_reads_of_every_fixture(ink, name):
+def test_one_byte_reads_of_every_fixture(ink: Implementation, name: Any) -> None:
     data = fixture_bytes(name)
     one_byte_reads = [data[i : i + 1] for i in range(len(data))]
     assemble_stream = getattr(ink, dialect_of(name)).assemble_stream
@@ -79,7 +83,7 @@ tool_arguments = st.dictionaries(st.text(max_size=8), json_values, max_size=4)
 
 
 @st.composite
-def pieces(draw, whole: str) -> list[str]:
+def pieces(draw: Any, whole: str) -> list[str]:
     """``whole`` cut into non-empty fragments at arbitrary places."""
     cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(whole) - 1)), max_size=6))))
     points = [0, *[c for c in cuts if c < len(whole)], len(whole)]
@@ -87,7 +91,7 @@ def pieces(draw, whole: str) -> list[str]:
 
 
 @st.composite
-def streamed_reply(draw):
+def streamed_reply(draw: Any) -> Any:
     """A reply (text + tool calls), the chunks that stream it, and the reads carrying them."""
     text = draw(st.text(max_size=30))
     names = st.sampled_from(["read", "grep", "ls"])
@@ -96,7 +100,7 @@ def streamed_reply(draw):
         {"id": f"call_{draw(ids)}_{i}", "name": draw(names), "arguments": draw(tool_arguments)}
         for i in range(draw(st.integers(0, 3)))
     ]
-    streams = {"text": draw(pieces(text)) if text else []}
+    streams: dict[Any, list[str]] = {"text": draw(pieces(text)) if text else []}
     for i, c in enumerate(calls):
         streams[i] = draw(pieces(json.dumps(c["arguments"], ensure_ascii=draw(st.booleans()))))
     order = draw(st.permutations([label for label, parts in streams.items() for _ in parts]))
@@ -138,7 +142,7 @@ def streamed_reply(draw):
 @pytest.mark.ex4
 @PROPERTY_SETTINGS
 @given(streamed_reply())
-def test_any_fragmented_interleaved_reply_is_reassembled_exactly(ink, reply):
+def test_any_fragmented_interleaved_reply_is_reassembled_exactly(ink: Implementation, reply: Any) -> None:
     text, calls, blocks, reads = reply
     events = list(ink.openai_completions.assemble_stream(reads))
 
