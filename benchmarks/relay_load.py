@@ -51,6 +51,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -108,11 +110,28 @@ class Progress:
 # ── processes ───────────────────────────────────────────────────────────────────────────
 
 
+@contextmanager
+def stops_deferred() -> Iterator[None]:
+    """A Ctrl-C (or SIGTERM) meanwhile raises KeyboardInterrupt as this ends, not inside: a process started
+    here is in STARTED by then, and killed on the way out (raised inside Popen, it ran on, unknown)."""
+    signals = [s for s in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(s) is signal.default_int_handler]
+    stopped: list[int] = []
+    for number in signals:
+        signal.signal(number, lambda signum, frame: stopped.append(signum))
+    try:
+        yield
+    finally:
+        for number in signals:
+            signal.signal(number, signal.default_int_handler)
+    if stopped:
+        raise KeyboardInterrupt
+
+
 def start(argv: list[str], env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
     """Start a server process; return it and the port it printed (ink-py's first line, gunicorn's log)."""
-    with open(log, "wb") as out:
+    with stops_deferred(), open(log, "wb") as out:
         process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    STARTED.append(process)
+        STARTED.append(process)
     deadline = time.monotonic() + 30
     while not (found := URL_LINE.search(log.read_bytes())):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -144,8 +163,9 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes] | None, str | Non
         )
     port = free_port()
     argv = [redis_server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    process = subprocess.Popen([*argv, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    STARTED.append(process)
+    with stops_deferred():
+        process = subprocess.Popen([*argv, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        STARTED.append(process)
     url = f"redis://127.0.0.1:{port}/0"
     client = redis_client(url)
     deadline = time.monotonic() + 30

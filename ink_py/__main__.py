@@ -5,7 +5,8 @@ Beyond Ink, what every command gets here, once, before it runs:
 - Ctrl-C means "exit 130, no traceback" from the first instruction on: a handler that ends
   the process at once is installed before anything heavy is imported, and again after the
   run for the interpreter's shutdown; while the command runs, Ctrl-C is Python's usual
-  KeyboardInterrupt, which the CLI and the runner turn into a clean abort.
+  KeyboardInterrupt, which the CLI and the runner turn into a clean abort. Started with
+  SIGINT ignored (a script's ``ink-py … &``), it stays ignored, as POSIX has it: no handler.
 - Output the stream cannot encode (``PYTHONIOENCODING=latin-1``, a lone surrogate) is
   replaced, not fatal (``tolerant_streams``); input that is not UTF-8 arrives as U+FFFD.
 - A reader that closes the pipe early (``ink-py demo --list | head -1``) ends the command
@@ -36,8 +37,10 @@ def _quit_at_once(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     as_program = argv is None  # the console script and `python -m` pass nothing; tests pass argv
-    if as_program:
+    takes_ctrl_c = as_program and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # ignored: left so
+    if takes_ctrl_c:
         signal.signal(signal.SIGINT, _quit_at_once)  # first: before the imports below take their 0.1 s
+    if as_program:
         tolerant_streams()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--"]:  # beyond Ink: pdb passes it on (`python -m pdb -m ink_py -- --flags`)
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {INSTALL_HINT.format(name=err.name, how=how)}", file=sys.stderr)
             return 1
 
-        if as_program:
+        if takes_ctrl_c:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # from here on: KeyboardInterrupt
         if argv and argv[0] in COMMANDS:  # a wing is loaded only when asked for
             code = int(importlib.import_module(f".{COMMANDS[argv[0]][0]}", __package__).main(argv[1:]))
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return reader_gone()
     finally:
-        if as_program:
+        if takes_ctrl_c:
             signal.signal(signal.SIGINT, _quit_at_once)  # and through the interpreter's shutdown
 
 

@@ -6,10 +6,11 @@ character, Ctrl-C) leaves the file that was there untouched: the new content app
 or not at all. ``os.replace`` is atomic on POSIX and on Windows for a file in the same folder.
 A file written as a run goes (``--trace``) is ``ReplacedWhenClosed``: beside, renamed at the end.
 
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> import tempfile, pathlib; folder = tempfile.TemporaryDirectory()
+    >>> target = pathlib.Path(folder.name) / "notes.txt"
     >>> write_text_atomically(target, "读取 README\\n"); target.read_text(encoding="utf-8")
     '读取 README\\n'
+    >>> folder.cleanup()
 
 ``write_new_bytes_atomically`` (and ``…_text_…``) is the same for a name that must be new (a backup, a numbered
 file): the name is claimed with a hard link, which fails if it exists — two writers never
@@ -39,14 +40,15 @@ def write_new_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> Non
     """Write ``data`` to ``path``, which must not exist: FileExistsError if it does (or appears
     meanwhile), and then nothing is changed. The content appears whole, under a name no one else got.
 
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "backup-1.py"
+    >>> import tempfile, pathlib; folder = tempfile.TemporaryDirectory()
+    >>> target = pathlib.Path(folder.name) / "backup-1.py"
     >>> write_new_bytes_atomically(target, b"mine\\n")
     >>> write_new_bytes_atomically(target, b"theirs\\n")
     Traceback (most recent call last):
     FileExistsError: ...
     >>> target.read_bytes()
     b'mine\\n'
+    >>> folder.cleanup()
     """
     target = Path(path)
     temporary = written_beside(target, data)
@@ -107,13 +109,14 @@ class ReplacedWhenClosed(io.TextIOWrapper):
     """A text file for ``path`` that is written beside it as a run goes (a ``--trace``) and
     renamed over it when closed — unless a write failed: then ``path`` keeps what it had.
 
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "trace.jsonl"; _ = target.write_text("old\\n")
+    >>> import tempfile, pathlib; folder = tempfile.TemporaryDirectory()
+    >>> target = pathlib.Path(folder.name) / "trace.jsonl"; _ = target.write_text("old\\n")
     >>> with ReplacedWhenClosed(target) as trace:
     ...     _ = trace.write("new\\n"); target.read_text()
     'old\\n'
     >>> target.read_text()
     'new\\n'
+    >>> folder.cleanup()
     """
 
     def __init__(self, path: str | os.PathLike[str], encoding: str = "utf-8") -> None:

@@ -65,6 +65,7 @@ class BoundedServer(ThreadingHTTPServer):
     request_queue_size = 128  # the listen backlog (socketserver's 5 drops a burst of browsers)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._closed = threading.Event()  # server_close() (a failed bind calls it too): the watchdog ends
         super().__init__(*args, **kwargs)
         self._slots = threading.BoundedSemaphore(self.max_handlers)
         self._clients: dict[str, int] = {}  # client (client_key) → its connections being served
@@ -92,8 +93,7 @@ class BoundedServer(ThreadingHTTPServer):
             self._heads.pop(connection, None)
 
     def _watch_heads(self) -> None:
-        while True:
-            time.sleep(WATCHDOG_SECONDS)
+        while not self._closed.wait(WATCHDOG_SECONDS):
             now = time.monotonic()
             with self._heads_lock:
                 late = [conn for conn, deadline in self._heads.items() if deadline <= now]
@@ -104,6 +104,10 @@ class BoundedServer(ThreadingHTTPServer):
                     conn.shutdown(socket.SHUT_RDWR)  # the handler's blocked read returns at once
                 except OSError:
                     pass
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._closed.set()
 
     def counted_client(self, client_address: Any) -> str | None:
         """The client a connection counts against (``client_key``), or None when nothing is counted:

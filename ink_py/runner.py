@@ -306,6 +306,9 @@ def ctrl_c_aborts(controller: AbortController, display: Display) -> Iterator[Non
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers exist only on the main thread (e.g. inside a web server)
         return
+    if signals.getsignal(signals.SIGINT) is signals.SIG_IGN:
+        yield  # beyond §4.2: started with Ctrl-C ignored (a script's `ink-py … &`), it stays ignored (POSIX)
+        return
 
     def on_sigint(signum: int, frame: Any) -> None:
         if controller.signal.aborted:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 
 INK_PY = [sys.executable, "-m", "ink_py"]
 
@@ -48,10 +48,11 @@ def run_measured(
     env: dict[str, str] | None = None,
     timeout: float = 60.0,
     sigint_when: Callable[[int], bool] | None = None,
-    sigint_after: float | None = None,
+    sigint_on: bytes | None = None,
 ) -> Measured:
     """Run ``argv``; optionally send SIGINT when ``sigint_when(pid)`` first holds (polled every
-    millisecond) or ``sigint_after`` seconds in. ``seconds`` then counts from the SIGINT."""
+    millisecond) or once its stderr shows ``sigint_on``: the moment it needs, never a time from the
+    start (a Ctrl-C in the interpreter's start-up is a fatal error). ``seconds`` then counts from it."""
     peak_file = tempfile.NamedTemporaryFile(delete=False)
     peak_file.close()
     probe = str(Path(__file__).parent / "memprobe")
@@ -67,7 +68,8 @@ def run_measured(
     peak_kib = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        with ctrl_c_reaches_children():
+            process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         killed = False
         signalled_at: float | None = None
         deadline = start + timeout
@@ -79,7 +81,7 @@ def run_measured(
             now = time.monotonic()
             if signalled_at is None and (
                 (sigint_when is not None and sigint_when(process.pid))
-                or (sigint_after is not None and now - start >= sigint_after)
+                or (sigint_on is not None and sigint_on in os.pread(err.fileno(), 1 << 20, 0))
             ):
                 os.kill(process.pid, signal.SIGINT)
                 signalled_at = now

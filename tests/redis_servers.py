@@ -115,16 +115,21 @@ def read_events(response: requests.Response) -> list[dict[str, Any]]:
     return events_of(b"".join(response.iter_content(chunk_size=None)))
 
 
+def read_until(pieces: Iterator[bytes], count: int) -> bytes:
+    """Read ``pieces`` (a stream's) until ``count`` events have come whole; what follows is left to read."""
+    received = b""
+    for piece in pieces:
+        received += piece
+        if len(events_of(received[: received.rfind(b"\n\n") + 2])) >= count:  # a half-received event is not had
+            return received
+    raise AssertionError(f"the stream ended before {count} events")
+
+
 def cut_after(response: requests.Response, count: int) -> list[dict[str, Any]]:
     """Read ``response`` until ``count`` events have come whole, then close the socket: a dropped connection."""
-    received = b""
-    for piece in response.iter_content(chunk_size=None):
-        received += piece
-        complete = events_of(received[: received.rfind(b"\n\n") + 2])  # a half-received event is not had
-        if len(complete) >= count:
-            response.close()
-            return complete
-    raise AssertionError(f"the stream ended before {count} events")
+    received = read_until(response.iter_content(chunk_size=None), count)
+    response.close()
+    return events_of(received[: received.rfind(b"\n\n") + 2])
 
 
 def pipe(source: socket.socket, sink: socket.socket, delay: Callable[[], float] = lambda: 0.0) -> None:

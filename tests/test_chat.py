@@ -28,7 +28,7 @@ from ink_py.provider.openai_completions import OpenAICompletionsProvider
 from ink_py.scripted.server import start_model_server
 from ink_py.terminal import cells
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 
 README = "# Demo project\n\nStart it with:\n\n```sh\npip install -e .\nmake run\n```\n"
 WAIT_SECONDS = 30.0  # an upper bound on any one wait, never a speed check
@@ -51,10 +51,11 @@ class Terminal:
     """``ink-py chat`` with a pty as its controlling terminal: type into it, read what it shows."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: straight into the command (nothing else runs after a fork)
-            os.chdir(cwd)
-            os.execve(sys.executable, [sys.executable, "-m", "ink_py", "chat", *args], env)
+        with ctrl_c_reaches_children():  # the \x03 it is typed
+            self.pid, self.fd = pty.fork()
+            if self.pid == 0:  # the child: straight into the command (nothing else runs after a fork)
+                os.chdir(cwd)
+                os.execve(sys.executable, [sys.executable, "-m", "ink_py", "chat", *args], env)
         self.raw = b""  # everything shown so far (stdout and stderr share the terminal)
         self.code: int | None = None
 

@@ -23,6 +23,7 @@ import pytest
 
 from ink_py.course.running import Progress
 
+from .helpers import ctrl_c_reaches_children
 from .test_course_language import environment
 from .test_exercise_command import run
 from .test_exercises import put_back
@@ -69,14 +70,15 @@ def copy_with_exercise_1(tmp_path, monkeypatch, capsys) -> Path:
 
 
 def spawn(folder: Path, *argv: str, stderr=subprocess.PIPE, language: str = "en") -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "ink_py", "exercise", *argv],
-        cwd=folder,
-        env=environment(language, "locale"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-    )
+    with ctrl_c_reaches_children():
+        return subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "exercise", *argv],
+            cwd=folder,
+            env=environment(language, "locale"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
 
 
 def read_until(fd: int, pattern: re.Pattern, limit: float = 120.0) -> tuple[bytes, float]:

@@ -3,19 +3,25 @@
 A SIGINT during the imports, at any later moment, while connecting, while waiting for the
 response headers, in a long pause mid-reply, and in the built-in model's abort scenario;
 and the rule that makes it reliable with helper threads: SIGINT is blocked in every thread
-ink_py starts, so it always lands on the main thread. Each run is a child process under a
-time limit; servers are raw sockets on 127.0.0.1 (tests/raw_servers.py).
+ink_py starts, so it always lands on the main thread. Started with SIGINT ignored (a script's
+``ink-py … &``), ink-py leaves it ignored; a test that sends a child Ctrl-C starts it at the
+default (``ctrl_c_reaches_children``) even when pytest itself runs so. Each run is a child
+process under a time limit; servers are raw sockets on 127.0.0.1 (tests/raw_servers.py).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,7 +32,7 @@ from ink_py.course.checks.helpers import fixture_bytes, text_reply
 from ink_py.provider.transport import post_json_with_retry
 from ink_py.scripted.server import start_model_server
 
-from .helpers import cli_env
+from .helpers import cli_env, ctrl_c_reaches_children
 from .raw_servers import INK_PY, SSE_HEAD, RawServer, ink_py_against, run_measured, silent_server
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/<pid>/maps and status")
@@ -46,6 +52,36 @@ def loaded(pid: int, library: str) -> bool:
         return False
 
 
+def running_for(seconds: float) -> Callable[[int], bool]:
+    """True once ink-py's own code has run ``seconds``, from its imports (``_json`` mapped: its Ctrl-C
+    handler is in place). Sooner, a Ctrl-C is the interpreter's start-up's: a fatal error, exit 1."""
+    began: list[float] = []
+
+    def ready(pid: int) -> bool:
+        if not began and loaded(pid, "_json"):
+            began.append(time.monotonic())
+        return bool(began) and time.monotonic() - began[0] >= seconds
+
+    return ready
+
+
+def connecting(pid: int, port: int) -> bool:
+    """True while the child waits for a SYN-ACK from 127.0.0.1:``port`` (a socket of its in SYN_SENT)."""
+    try:
+        rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    waiting = {row.split()[9] for row in rows if row.split()[3] == "02" and row.split()[2].endswith(f":{port:04X}")}
+    for name in names:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") in {f"socket:[{inode}]" for inode in waiting}:
+                return True
+        except OSError:  # closed meanwhile
+            pass
+    return False
+
+
 # ── from the first instruction on ───────────────────────────────────────────────────────
 
 
@@ -61,18 +97,20 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(workspace: Path
     assert result.code == 130 and "Traceback" not in result.err and "KeyboardInterrupt" not in result.err, result
 
 
+@linux_only
 @pytest.mark.parametrize("after", [0.3, 0.6, 1.0, 1.5])
 def test_ctrl_c_at_any_later_moment_exits_130_without_a_traceback(workspace: Path, after: float) -> None:
     result = run_measured(
         [*INK_PY, "--workspace", str(workspace)],
         cwd=workspace,
         env={"INK_SCRIPTED_DELAY": "0.05"},
-        sigint_after=after,
+        sigint_when=running_for(after),
     )
     if not result.signalled:  # the run ended first: then it must have succeeded
         assert result.code == 0, result
         return
-    assert result.code in (0, 130) and "Traceback" not in result.err, result  # 0: the signal came as it exited
+    # 0: the signal came as it exited; -SIGINT: in the interpreter's last instant, its handlers gone (a shell says 130)
+    assert result.code in (0, 130, -signal.SIGINT) and "Traceback" not in result.err, result
     assert result.seconds < 10
 
 
@@ -123,6 +161,7 @@ def test_every_helper_thread_blocks_sigint_so_ctrl_c_reaches_the_main_thread(wor
 # ── before the reply: connecting, waiting for the headers ───────────────────────────────
 
 
+@linux_only
 def test_ctrl_c_while_connecting_exits_130_at_once(workspace: Path) -> None:
     # A listener that never accepts, its queue already full: the next connect waits for a SYN-ACK.
     with socket.socket() as listener:
@@ -134,10 +173,10 @@ def test_ctrl_c_while_connecting_exits_130_at_once(workspace: Path) -> None:
             filler.setblocking(False)
             filler.connect_ex(listener.getsockname())
             fillers.append(filler)
-        time.sleep(0.2)
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-        argv = [*INK_PY, "--base-url", url, "--model", "m", "--workspace", str(workspace)]
-        result = run_measured(argv, timeout=30, sigint_after=2.0)
+        assert select.select([], fillers, [], 30)[1], "no connection reached the queue"  # one in it: it is full
+        port = listener.getsockname()[1]
+        argv = [*INK_PY, "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", "--workspace", str(workspace)]
+        result = run_measured(argv, timeout=30, sigint_when=lambda pid: connecting(pid, port))
         for filler in fillers:
             filler.close()
     assert not result.killed and result.code == 130, result
@@ -162,14 +201,15 @@ def test_ctrl_c_during_a_long_pause_aborts_the_turn_and_names_it(workspace: Path
     with FakeModelServer(
         [Reply(parts=[first, pause, b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'])]
     ) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
-            cwd=workspace,
-            env=cli_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        with ctrl_c_reaches_children():
+            process = subprocess.Popen(
+                [sys.executable, "-m", "ink_py", "--base-url", server.base_url, "--model", "m"],
+                cwd=workspace,
+                env=cli_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         first_text = process.stdout.read(len("我先读一下 README。"))  # the first event reached the user
         process.send_signal(signal.SIGINT)
         try:
@@ -184,33 +224,100 @@ def test_ctrl_c_during_a_long_pause_aborts_the_turn_and_names_it(workspace: Path
     assert "— m · 1 turn · in 0 / out 0 tokens (aborted during turn 1: that reply was not kept)" in stderr
 
 
-def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly(workspace: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ink_py", "--scenario", "abort"],
-        cwd=workspace,
-        env=cli_env(INK_SCRIPTED_DELAY="0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read below
+Started = Callable[[], AbstractContextManager[None]]  # how a child starts: Ctrl-C reaching it, or SIGINT ignored
+
+
+@contextmanager
+def the_abort_scenario(workspace: Path, sigint: Started) -> Iterator[subprocess.Popen[str]]:
+    """``ink-py --scenario abort``, started under ``sigint``: the model goes silent mid-call, waiting for a Ctrl-C."""
+    with sigint():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "--scenario", "abort"],
+            cwd=workspace,
+            env=cli_env(INK_SCRIPTED_DELAY="0"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    watchdog = threading.Timer(60, process.kill)  # a bound on every blocking read
     watchdog.start()
     try:
-        notice = process.stderr.readline() + process.stderr.readline()  # before anything else happens
-        assert "press Ctrl-C" in notice and "waiting for you" in notice
-        shown = ""
-        while '{"path":"REA' not in shown:  # the call began streaming, then the model went silent
-            piece = process.stderr.read(1)
-            assert piece, f"the run ended before the call streamed: {shown!r}"
-            shown += piece
-        process.send_signal(signal.SIGINT)
-        _, rest = process.communicate(timeout=20)
+        yield process
     finally:
         watchdog.cancel()
         process.kill()
+        process.communicate()
+
+
+def until_the_call_streamed(process: subprocess.Popen[str]) -> str:
+    """What the abort scenario shows on stderr until its call began streaming and the model went silent."""
+    assert process.stderr is not None
+    shown = ""
+    while '{"path":"REA' not in shown:
+        piece = process.stderr.read(1)
+        assert piece, f"the run ended before the call streamed: {shown!r}"
+        shown += piece
+    return shown
+
+
+def test_the_abort_scenario_says_at_once_to_press_ctrl_c_and_then_aborts_cleanly(workspace: Path) -> None:
+    with the_abort_scenario(workspace, ctrl_c_reaches_children) as process:
+        notice = process.stderr.readline() + process.stderr.readline()  # before anything else happens
+        assert "press Ctrl-C" in notice and "waiting for you" in notice
+        until_the_call_streamed(process)
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=20)
     assert process.returncode == 130
     assert "(aborted during turn 1: that reply was not kept)" in rest
     assert "finish_reason" not in rest and "error" not in rest  # never mistaken for a broken stream
+
+
+# ── started with Ctrl-C ignored: a script's background job ─────────────────────────────
+
+
+@contextmanager
+def sigint_ignored_in_children() -> Iterator[None]:
+    """Children started meanwhile inherit SIGINT ignored, as a script's ``command &`` does."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def sigint_disposition(status: str) -> tuple[bool, bool]:
+    """(ignored, caught) for SIGINT, from a /proc/<pid>/status text."""
+    bit = 1 << (signal.SIGINT - 1)
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return bool(int(fields["SigIgn"], 16) & bit), bool(int(fields["SigCgt"], 16) & bit)
+
+
+SHOWS_ITS_SIGINT = [  # Python started with SIGINT at the default installs its KeyboardInterrupt handler
+    sys.executable, "-c",
+    "import signal; h = signal.getsignal(signal.SIGINT); print('ignored' if h is signal.SIG_IGN else h.__name__)",
+]  # fmt: skip
+
+
+def test_the_helpers_that_send_a_child_ctrl_c_start_it_at_the_default_when_pytest_ignores_sigint() -> None:
+    with sigint_ignored_in_children():  # pytest as a script's background job: every child would ignore it
+        inherited = subprocess.run(SHOWS_ITS_SIGINT, capture_output=True, text=True, timeout=30).stdout
+        with ctrl_c_reaches_children():
+            helped = subprocess.run(SHOWS_ITS_SIGINT, capture_output=True, text=True, timeout=30).stdout
+            assert signal.getsignal(signal.SIGINT) not in (signal.SIG_DFL, signal.default_int_handler)  # still deaf
+        measured = run_measured(SHOWS_ITS_SIGINT).out
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # as this process had it
+    assert inherited == "ignored\n"  # what the helpers are for
+    assert helped == measured == "default_int_handler\n"
+
+
+@linux_only
+def test_started_with_sigint_ignored_ink_py_leaves_it_ignored(workspace: Path) -> None:
+    # POSIX: a program started with SIGINT ignored (a script's `ink-py … &`) keeps it so, and a
+    # Ctrl-C at the terminal stays the foreground's. Checked mid-run, under the runner's ctrl_c_aborts.
+    with the_abort_scenario(workspace, sigint_ignored_in_children) as process:
+        until_the_call_streamed(process)
+        ignored, caught = sigint_disposition(Path(f"/proc/{process.pid}/status").read_text())
+    assert (ignored, caught) == (True, False)
 
 
 # ── the servers: ink-py serve, ink-py demo --web ────────────────────────────────────────
@@ -245,9 +352,10 @@ def test_a_ctrl_c_while_a_server_starts_a_handler_thread_stops_it(
     import urllib.request
 
     argv = [sys.executable, "-c", HELD_OPEN, *command, "--port", "0"]
-    process = subprocess.Popen(
-        argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(
+            argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
     watchdog = threading.Timer(60, process.kill)  # a bound on the blocking reads below
     watchdog.start()
     try:

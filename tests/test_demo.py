@@ -27,7 +27,7 @@ from ink_py.course.checks.helpers import all_fixture_names, dialect_of, fixture_
 from ink_py.provider import anthropic_messages, openai_completions, openai_responses, shared
 from ink_py.scripted.scenarios import SCENARIOS, fixture_path
 
-from .helpers import END_EVENT, ROOT
+from .helpers import END_EVENT, ROOT, ctrl_c_reaches_children
 
 REFERENCE = SimpleNamespace(
     openai_completions=openai_completions,
@@ -342,10 +342,13 @@ def test_ctrl_c_or_a_kill_at_the_prompt_ends_the_demo_and_restores_the_terminal(
     ours, theirs = pty.openpty()
     before = termios.tcgetattr(theirs)
     argv, env = command("readme")
-    process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(argv, env=env, stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert PROMPT in read_until(process.stderr, PROMPT)
-        time.sleep(0.2)  # the demo waits for the key now: the terminal is in cbreak mode
+        deadline = time.monotonic() + 30
+        while termios.tcgetattr(theirs)[3] & termios.ICANON and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the demo waits for the key: cbreak mode, its SIGTERM handler in place
         process.send_signal(how)
         _, stderr = process.communicate(timeout=60)
         after = termios.tcgetattr(theirs)
@@ -472,7 +475,8 @@ def test_demo_web_prints_its_url_first_serves_the_page_and_stops_on_ctrl_c():
     import urllib.request
 
     argv, env = command("--web", "--port", "0")
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")

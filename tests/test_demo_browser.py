@@ -68,7 +68,15 @@ def open_scenario(browser: Any, server: DemoServer, name: str) -> None:
         "const s = document.getElementById('scenario'); s.value = arguments[0];s.dispatchEvent(new Event('change'));",
         name,
     )
-    wait_for(browser, lambda: browser.find_element(By.ID, "counter").text.startswith("步骤 1 /"), "step 1")
+    label = server.pages[name]["label"]  # the page shown before (the first in the picker) is at its step 1 too
+    wait_for(
+        browser,
+        lambda: (
+            browser.find_element(By.ID, "label").text == label
+            and browser.find_element(By.ID, "counter").text.startswith("步骤 1 /")
+        ),
+        f"step 1 of {name}",
+    )
 
 
 def test_the_six_steps_of_reading_readme_forward_and_back(browser, page, tmp_path) -> None:

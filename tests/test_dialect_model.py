@@ -27,7 +27,7 @@ from ink_py.scripted.server import ModelServer, start_model_server
 from ink_py.scripted.turn import decode_events, fixture_turn
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 from .test_cli import ink_py
 from .test_model_server import PATHS
 
@@ -267,9 +267,14 @@ def test_ink_py_serve_relays_a_messages_endpoint(workspace):
             "ANTHROPIC_API_KEY": "sk-ant-SECRET-7",
         }
         argv = [sys.executable, "-m", "ink_py", "serve", "--api", "anthropic-messages", "--port", "0"]
-        process = subprocess.Popen(
-            [*argv, "--workspace", str(workspace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
+        with ctrl_c_reaches_children():
+            process = subprocess.Popen(
+                [*argv, "--workspace", str(workspace)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
         try:
             assert process.stdout is not None
             url = process.stdout.readline().strip()

@@ -34,7 +34,7 @@ from ink_py.course.saves import snapshot
 from ink_py.course.state import load_state, save_state
 from ink_py.course.working_copy import start
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 from .test_course_language import LOCALE_VARIABLES, sentences_of_the_other
 from .test_course_progress import child_pytests, read_until
 from .test_exercise_command import run
@@ -57,18 +57,19 @@ class Terminal:
         self.fd, self.pty = os.openpty()
         self.before = termios.tcgetattr(self.pty)
         argv = [sys.executable, "-m", "ink_py", "exercise", "watch"]
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: a session of its own, this pty its terminal, then the command
-            try:
-                os.close(self.fd)
-                os.setsid()
-                fcntl.ioctl(self.pty, termios.TIOCSCTTY, 0)
-                for standard in (0, 1, 2):
-                    os.dup2(self.pty, standard)
-                os.chdir(cwd)
-                os.execve(sys.executable, argv, env)
-            finally:
-                os._exit(127)
+        with ctrl_c_reaches_children():  # the \x03 it is typed
+            self.pid = os.fork()
+            if self.pid == 0:  # the child: a session of its own, this pty its terminal, then the command
+                try:
+                    os.close(self.fd)
+                    os.setsid()
+                    fcntl.ioctl(self.pty, termios.TIOCSCTTY, 0)
+                    for standard in (0, 1, 2):
+                        os.dup2(self.pty, standard)
+                    os.chdir(cwd)
+                    os.execve(sys.executable, argv, env)
+                finally:
+                    os._exit(127)
         self.raw = b""
         self.code: int | None = None
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 
 WAIT = 30.0  # the most any step below is waited for: a bound, never a speed check
 RUN_PY = [sys.executable, str(ROOT / "benchmarks" / "run.py")]
@@ -151,14 +151,15 @@ def test_ctrl_c_stops_the_benchmark_with_130_and_leaves_the_results_as_they_were
     results = tmp_path / "results.md"
     results.write_bytes(b"# an earlier run\n\xe2\x9c\x93 kept byte for byte\n")
     before = sorted(p.name for p in tmp_path.iterdir())
-    process = subprocess.Popen(
-        [*RUN_PY, *options, "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        start_new_session=whole_group,  # its own process group, as a terminal's foreground job
-    )
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(
+            [*RUN_PY, *options, "--out", str(tmp_path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            start_new_session=whole_group,  # its own process group, as a terminal's foreground job
+        )
     stderr = interrupt_when(process, lambda line: moment in line, group=whole_group)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
@@ -224,7 +225,8 @@ def setup_env(tmp_path: Path) -> dict[str, str]:
 
 
 def setup_script(name: str, env: dict[str, str], **popen: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(ROOT / ".ci" / name)], env=env, text=True, **popen)  # type: ignore[call-overload]
+    with ctrl_c_reaches_children():  # bash cannot trap a SIGINT it was started ignoring
+        return subprocess.Popen([str(ROOT / ".ci" / name)], env=env, text=True, **popen)  # type: ignore[call-overload]
 
 
 def pip_calls(env: dict[str, str]) -> list[list[str]]:

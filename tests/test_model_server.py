@@ -33,7 +33,7 @@ from ink_py.scripted import server as model_server
 from ink_py.scripted.server import DEFAULT_DELAY, PAUSES_PER_REPLY, ModelServer, pace, start_model_server
 from ink_py.scripted.wire import MESSAGES, RESPONSES
 
-from .helpers import ROOT, cli_env
+from .helpers import ROOT, cli_env, ctrl_c_reaches_children
 from .test_cli import ink_py
 
 READ_TOOL = {
@@ -382,15 +382,16 @@ def test_the_openai_package_streams_a_tool_call_and_an_answer(serve: Callable[..
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX-only")
 def test_serve_model_prints_its_url_then_a_command_that_works_and_ctrl_c_ends_it(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("# Demo project\n\n```sh\nmake run\n```\n", encoding="utf-8")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ink_py", "serve-model", "--port", "0", "--delay", "0"],
-        cwd=tmp_path,
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-    )
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "serve-model", "--port", "0", "--delay", "0"],
+            cwd=tmp_path,
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
     try:
         assert process.stdout is not None
         base_url = process.stdout.readline().strip()

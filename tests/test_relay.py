@@ -40,7 +40,7 @@ from ink_py.second_article.runs import MemoryRuns
 from ink_py.second_article.stream import RETRY, SseBody
 from ink_py.second_article.wsgi_server import peer_closed
 
-from .helpers import ROOT, cli_env
+from .helpers import ROOT, cli_env, ctrl_c_reaches_children
 from .raw_servers import RawServer
 
 README = "# demo\n\nA tiny project.\n\n```sh\npip install -e .\ndemo --help\n```\n"
@@ -400,14 +400,15 @@ def test_a_port_in_use_is_one_error_line(capsys, monkeypatch) -> None:
 
 def test_ink_py_serve_prints_its_url_first_and_ctrl_c_ends_it_quietly(workspace: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ink_py", "serve", "--port", "0", "--workspace", str(workspace)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ink_py", "serve", "--port", "0", "--workspace", str(workspace)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip()

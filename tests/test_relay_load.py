@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from .addresses import NEEDS_LOOPBACKS
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 
 # A mark, not a module-level skip: a run that deselects these tests (pytest -m ex1) does not report them.
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty and SIGINT delivery")
@@ -32,10 +32,18 @@ WAIT_SECONDS = 120.0  # an upper bound on a run, never a speed check
 LINE = re.compile(r"^\[ *\d+\.\ds\] ")
 
 
+def in_scratch(tmp_path: Path) -> dict[str, str]:
+    """The environment of a run whose temporary folder is tmp_path/scratch: its servers' logs (and HOME) go
+    there, not into the machine's temporary folder, where the benchmark keeps them."""
+    (tmp_path / "scratch").mkdir()
+    return {**os.environ, "TMPDIR": str(tmp_path / "scratch")}
+
+
 def test_progress_is_one_plain_line_per_stage_and_the_results_are_written_whole(tmp_path: Path) -> None:
     done = subprocess.run(
-        [*BENCH, *QUICK, "--out", str(tmp_path)], capture_output=True, text=True, timeout=WAIT_SECONDS
-    )
+        [*BENCH, *QUICK, "--out", str(tmp_path)], capture_output=True, text=True, timeout=WAIT_SECONDS,
+        env=in_scratch(tmp_path),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert all(LINE.match(line) for line in lines if not line.startswith("(no matplotlib")), lines
@@ -59,7 +67,9 @@ def test_on_a_terminal_the_line_is_rewritten_in_place(tmp_path: Path) -> None:
     import pty
 
     ours, theirs = pty.openpty()
-    process = subprocess.Popen([*BENCH, *QUICK, "--flood", "0", "--out", str(tmp_path)], stdout=theirs, stderr=theirs)
+    env = in_scratch(tmp_path)
+    argv = [*BENCH, *QUICK, "--flood", "0", "--out", str(tmp_path)]
+    process = subprocess.Popen(argv, stdout=theirs, stderr=theirs, env=env)
     os.close(theirs)
     seen = b""
     while True:
@@ -78,14 +88,16 @@ def test_on_a_terminal_the_line_is_rewritten_in_place(tmp_path: Path) -> None:
 
 def test_ctrl_c_mid_run_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     out, scratch = tmp_path / "results", tmp_path / "scratch"
-    scratch.mkdir()
     argv = [*BENCH, "--sizes", "200", "--storm", "3", "--latency-events", "40", "--flood", "0", "--out", str(out)]
-    env = {**os.environ, "TMPDIR": str(scratch)}  # its servers' logs (and HOME) go here: how we find them
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+    env = in_scratch(tmp_path)  # and its servers are found by it
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stderr is not None
     first = process.stderr.readline()  # the model is starting: the run is under way
     assert first.endswith("starting the model (ink-py serve-model --delay 0)\n")
-    time.sleep(2.0)  # into the load stage
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not list(scratch.glob("relay-load-*/serve-*.log")) and time.monotonic() < deadline:
+        time.sleep(0.02)  # until the relay starts: into the load stage
     process.send_signal(signal.SIGINT)
     asked = time.monotonic()
     rest = process.communicate(timeout=WAIT_SECONDS)[1]

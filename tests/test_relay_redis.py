@@ -37,7 +37,7 @@ from ink_py.second_article.follow import DEAD_PRODUCER, LOST
 from ink_py.second_article.producer import STOPPED
 from ink_py.second_article.runs import GONE
 
-from .helpers import ROOT
+from .helpers import ROOT, ctrl_c_reaches_children
 from .raw_servers import SSE_HEAD, RawServer
 from .redis_servers import NEEDS_REDIS, RedisServer, cut_after, events_of, model_switch, read_events
 from .test_relay import README, README_QUESTION
@@ -290,7 +290,8 @@ def test_ink_py_serve_with_redis_resumes_a_stream_a_gunicorn_host_started(hosts:
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": str(hosts.folder)}
     argv = [sys.executable, "-m", "ink_py", "serve", "--port", "0", "--workspace", str(hosts.workspace)]
     argv += ["--base-url", hosts.model.base_url, "--model", "m", "--redis", hosts.redis.url]
-    process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with ctrl_c_reaches_children():
+        process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip()

@@ -37,7 +37,7 @@ from ink_py.second_article.runs import GONE, MemoryRuns, RunLog
 from ink_py.second_article.sessions import Conversations, SessionStore
 
 from .raw_servers import SSE_HEAD, RawServer
-from .redis_servers import NEEDS_REDIS, RedisServer, SlowProxy, cut_after, module_redis, read_events
+from .redis_servers import NEEDS_REDIS, RedisServer, SlowProxy, cut_after, module_redis, read_events, read_until
 from .test_relay import README, README_QUESTION
 
 WAIT_SECONDS = 30.0  # an upper bound on any one wait, never a speed check
@@ -271,7 +271,7 @@ def test_another_session_cannot_read_join_or_stop_a_run(hosts, workspace) -> Non
         session, run, stranger = new_id(), new_id(), new_id()
         owner = stream(first, query="讲一段慢慢的回答", session=session, run=run)
         pieces = owner.iter_content(chunk_size=None)
-        received = next(pieces)
+        received = read_until(pieces, 1)  # the model's first words: the owner's model request was made
         for other in ({"session": stranger}, {}):  # another session's id, or none at all
             resumed = stream(second, run=run, last_event_id=1, **other)
             assert read_events(resumed) == [{"id": None, "event": "error", "data": {"message": GONE}}]

@@ -200,7 +200,8 @@ def test_a_server_that_answers_in_time_gets_no_notice(ink: Any, monkeypatch: pyt
 
 def test_ink_py_says_it_is_still_waiting_and_for_what(tmp_path: Path) -> None:
     with silent_server() as server:
-        result = run_ink_py(server.base_url, "--workspace", str(tmp_path), sigint_after=7.0, timeout=30)
+        notice_shown = b"given up after 90 s))\n"  # its line's end: Ctrl-C once it is there
+        result = run_ink_py(server.base_url, "--workspace", str(tmp_path), sigint_on=notice_shown, timeout=30)
     waiting = [line for line in result.err.splitlines() if "still waiting" in line]
     assert waiting == [
         f"(still waiting for the response headers from {server.base_url}/chat/completions "

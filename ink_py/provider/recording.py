@@ -64,9 +64,11 @@ def next_record_prefix(record_dir: Path) -> Path:
     DIR, past 999 too (1000, 1001 …), and ``NNN-request.json`` is created exclusively (beyond
     Ink: ``O_EXCL``), so two processes recording into one DIR never take the same number.
 
-    >>> import tempfile; folder = Path(tempfile.mkdtemp()); _ = (folder / "999-request.json").write_text("{}")
+    >>> import tempfile; scratch = tempfile.TemporaryDirectory(); folder = Path(scratch.name)
+    >>> _ = (folder / "999-request.json").write_text("{}")
     >>> next_record_prefix(folder).name, next_record_prefix(folder).name
     ('1000', '1001')
+    >>> scratch.cleanup()
     """
     record_dir.mkdir(parents=True, exist_ok=True)
     taken = [int(match[1]) for path in record_dir.iterdir() if (match := RECORDED.fullmatch(path.name))]
