@@ -40,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile("ink_py")  # under --impl, the course's profile (ink_py/course/checks/plugin.py)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without the plugin, no such hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (the README's command): two workers a core, at most 16. Much of this suite's time is a
     wait (a server, a child process, a timeout), which another worker's test fills: on 2 cores with one of
