@@ -150,7 +150,7 @@ def test_a_held_session_stays_held_while_its_process_lives(tmp_path: Path, monke
     store.hold("session-x")
     first = lease()
     wait_until(lambda: lease() > first + 0.6, "the lease renewed two leases after the first ran out")
-    # Whether a stranger is refused must not hang on the renewer being scheduled within 0.3 s on a busy
+    # Whether a stranger is refused must not depend on the renewer being scheduled within 0.3 s on a busy
     # machine: a lease that now outlasts the check (the renewer reads LEASE_SECONDS at each round).
     monkeypatch.setattr(sessions, "LEASE_SECONDS", 60.0)
     wait_until(lambda: lease() > time.time() + 30, "a renewal with the longer lease")
