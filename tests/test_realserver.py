@@ -90,7 +90,9 @@ def llama_server(*extra: str) -> Iterator[str]:
     """``python -m llama_cpp.server`` on 127.0.0.1; yields its base URL, stops it afterwards."""
     port = free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF)]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", *extra]
+    # One thread, as in tests/test_realserver_dialects.py: none spins waiting for a descheduled other (this
+    # file: 12 s, against 28 s with the default threads, one core busy)
+    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", *extra]
     base_url = f"http://127.0.0.1:{port}/v1"
     with started(command, f"{base_url}/models"):
         yield base_url

@@ -54,7 +54,10 @@ def llama_server(template: Path) -> Iterator[str]:
     skip_unless(LLAMA_SERVER)
     port = free_port()
     command = [str(LLAMA_SERVER), "-m", str(GGUF), "--host", "127.0.0.1", "--port", str(port), "--ctx-size", "4096"]
-    command += ["--parallel", "1", "--jinja", "--temp", "0", "--no-repack", "--chat-template-file", str(template)]
+    # One thread: llama.cpp's threads wait for each other spinning, and on a busy machine (the suite's other
+    # workers) one descheduled stalls the rest: this file took 19 s with one, 29 s with two, one core busy.
+    command += ["--threads", "1", "--parallel", "1", "--jinja", "--temp", "0", "--no-repack"]
+    command += ["--chat-template-file", str(template)]
     with started(command, f"http://127.0.0.1:{port}/health", START_LIMIT):
         yield f"http://127.0.0.1:{port}"
 

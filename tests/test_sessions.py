@@ -31,7 +31,7 @@ from ink_py.second_article.relay import make_relay_server
 from ink_py.second_article.sessions import Conversations, SessionStore, SqliteConversations, open_store
 
 from .redis_servers import NEEDS_REDIS, RedisServer, module_redis
-from .test_relay import README, README_QUESTION, ask_in, named, streamed_text
+from .test_relay import README, README_QUESTION, ask_in, named, streamed_text, wait_until
 
 HELLO = {"role": "user", "content": "你好"}
 needs_redis = pytest.mark.skipif(NEEDS_REDIS is not None, reason=NEEDS_REDIS or "")
@@ -141,10 +141,19 @@ def test_a_worker_that_died_holding_a_session_frees_it_after_the_lease(tmp_path:
 
 
 def test_a_held_session_stays_held_while_its_process_lives(tmp_path: Path, monkeypatch) -> None:
+    def lease() -> float:
+        with sqlite3.connect(tmp_path / "c.db") as db:
+            return db.execute("SELECT lease FROM conversations WHERE id = 'session-x'").fetchone()[0]
+
     monkeypatch.setattr(sessions, "LEASE_SECONDS", 0.3)  # renewed every 0.1 s
     store = SqliteConversations(tmp_path / "c.db")
     store.hold("session-x")
-    time.sleep(1.0)  # three leases long
+    first = lease()
+    wait_until(lambda: lease() > first + 0.6, "the lease renewed two leases after the first ran out")
+    # Whether a stranger is refused must not depend on the renewer being scheduled within 0.3 s on a busy
+    # machine: a lease that now outlasts the check (the renewer reads LEASE_SECONDS at each round).
+    monkeypatch.setattr(sessions, "LEASE_SECONDS", 60.0)
+    wait_until(lambda: lease() > time.time() + 30, "a renewal with the longer lease")
     assert refusal(lambda: SqliteConversations(tmp_path / "c.db").hold("session-x"))[0] == 409
     store.close()
 

@@ -210,6 +210,7 @@ def test_the_recipe_says_truly_which_breakpoints_fire_in_the_readme_task(monkeyp
             assert debugger.runcall(cli.main, []) == 0
         finally:
             sys.settrace(previous)
+            debugger.clear_all_breaks()  # bdb keeps every breakpoint in one list per process (bdb.Breakpoint.bplist)
         in_task[(path, number, condition)] = debugger.hits.get((path, number), 0)
     capsys.readouterr()
     assert all(in_task.values()), in_task
@@ -226,5 +227,6 @@ def test_the_recipe_says_truly_which_breakpoints_fire_in_the_readme_task(monkeyp
         debugger.runcall(lambda: list(shared.parse_sse([b'data: {"a": 1}\n\n'])))  # as in tests/test_parse_sse.py
     finally:
         sys.settrace(previous)
+        debugger.clear_all_breaks()
     assert debugger.hits == {(path, number): 1}  # the §2.1 test: one frame cut
     assert "pytest --trace ink_py/course/checks/test_parse_sse.py" in PDB_SECTION
