@@ -27,7 +27,7 @@ from pathlib import Path
 
 def write_bytes_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` whole, or leave ``path`` as it was (and no temporary file behind)."""
-    target = Path(path)
+    target = Path(path).resolve()  # through a link: the file it names is replaced, the link stays
     temporary = written_beside(target, data)
     try:
         os.replace(temporary, target)
@@ -120,7 +120,7 @@ class ReplacedWhenClosed(io.TextIOWrapper):
     """
 
     def __init__(self, path: str | os.PathLike[str], encoding: str = "utf-8") -> None:
-        self.target = Path(path)
+        self.target = Path(path).resolve()  # as write_bytes_atomically: the link stays
         handle, self.temporary = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent)
         super().__init__(os.fdopen(handle, "wb"), encoding=encoding)
         self.failed = False

@@ -447,8 +447,10 @@ def open_trace(path: str | None) -> IO[str] | None:
     if path is None:
         return None
     try:
+        if Path(path).parts[:2] in (("/", "dev"), ("/", "proc")):  # /dev/stderr: a stream, maybe a log file
+            return open(path, "a", encoding="utf-8")  # appended to, never truncated or renamed over
         if Path(path).is_file():
             return ReplacedWhenClosed(path)
-        return open(path, "w", encoding="utf-8")  # a new file, or /dev/stderr, a FIFO: nothing to keep
+        return open(path, "w", encoding="utf-8")  # a new file, a FIFO: nothing to keep
     except OSError as err:
         raise UsageError(f"--trace {path}: {err.strerror or err}") from None

@@ -196,6 +196,37 @@ def test_the_read_tool_stays_inside_the_workspace(workspace, tmp_path_factory):
     assert "outside the workspace" in tool_message["content"] and "TOP SECRET" not in tool_message["content"]
 
 
+def test_a_trace_to_stderr_is_appended_to_the_log_stderr_goes_to(workspace):
+    """``--trace /dev/stderr 2>>run.log``: the log keeps what it had and gets the trace after it; /dev/stderr
+    is a stream, never a file to write beside and rename over (that replaced the /dev/stderr link itself)."""
+    log = workspace / "run.log"
+    log.write_text("an earlier line\n", encoding="utf-8")
+    with log.open("a", encoding="utf-8") as stderr:
+        env = cli_env(INK_SCRIPTED_DELAY="0")
+        done = subprocess.run(
+            [sys.executable, "-m", "ink_py", "--trace", "/dev/stderr"],
+            cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=stderr, timeout=60,
+        )  # fmt: skip
+    written = log.read_text(encoding="utf-8")
+    assert done.returncode == 0, written
+    assert written.startswith("an earlier line\n")
+    assert '"run_end"' in written and "— ink-scripted · 2 turns" in written
+    assert os.path.islink("/dev/stderr")
+
+
+def test_a_trace_through_a_link_replaces_the_file_it_names_and_keeps_the_link(workspace):
+    (workspace / "traces").mkdir()
+    kept = workspace / "traces" / "last.jsonl"
+    kept.write_text("an old trace\n", encoding="utf-8")
+    link = workspace / "trace.jsonl"
+    link.symlink_to(kept)
+    done = ink_py("--trace", str(link), cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and link.resolve() == kept.resolve()
+    assert '"run_end"' in kept.read_text(encoding="utf-8")
+    assert sorted(p.name for p in (workspace / "traces").iterdir()) == ["last.jsonl"]  # no temporary left
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
