@@ -3,6 +3,7 @@
 An abort from another thread while a read is blocked (exercise 6) is ink_py/course/checks/test_transport.py's.
 """
 
+import random
 import time
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -12,6 +13,7 @@ import pytest
 from ink_py.course.checks.fake_server import FakeModelServer, Pause, Reply
 from ink_py.course.checks.helpers import fixture_bytes, run_assembly, text_reply
 from ink_py.course.checks.test_transport import API_KEY, REQUEST, frames, provider
+from ink_py.provider import transport
 
 from .raw_servers import silent_server, sse_server
 
@@ -218,3 +220,12 @@ def test_retry_after_as_an_http_date(ink):
     assert 25 <= ink.transport.retry_after_seconds({"retry-after": when}) <= 30
     past = format_datetime(datetime.now(timezone.utc) - timedelta(seconds=30), usegmt=True)
     assert ink.transport.retry_after_seconds({"retry-after": past}) == 0.0
+
+
+def test_the_backoff_draws_its_jitter_without_touching_the_global_random_state() -> None:
+    """A retry in a background thread must not change ``random``'s state under someone else's seeded run
+    (Hypothesis warned in whole runs: a relay's retry drew from it while a property test generated data)."""
+    state = random.getstate()
+    delays = [transport.backoff_seconds(attempt) for attempt in (1, 2, 3, 10)]
+    assert random.getstate() == state
+    assert 0.45 <= delays[0] <= 0.6 and delays[-1] <= transport.BACKOFF_MAX_SECONDS

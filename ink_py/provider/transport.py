@@ -48,6 +48,7 @@ READ_TIMEOUT_SECONDS = 300.0  # longest silence between two reads of the body
 WAITING_NOTICE_SECONDS = 5.0  # beyond §4.2: no response headers after this long is said once (waiting_notice)
 READ_SIZE = 65536  # most bytes one read may return (it returns what has arrived, often less)
 # What a broken read raises (urllib3 wraps http.client's errors; a socket timeout is an OSError).
+JITTER = random.Random()  # its own: the program's global random state (which Hypothesis watches) stays untouched
 READ_ERRORS = (urllib3.exceptions.HTTPError, requests.RequestException, OSError)
 
 
@@ -302,7 +303,7 @@ def is_retryable_status(status: int) -> bool:
 
 def backoff_seconds(attempt: int) -> float:
     """Capped exponential backoff with jitter: about 0.6 s, 1.2 s, 2.4 s … at most 8 s."""
-    return float(min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)) * random.uniform(0.75, 1.0))
+    return float(min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)) * JITTER.uniform(0.75, 1.0))
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
