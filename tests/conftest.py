@@ -11,11 +11,13 @@ words.
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from ink_py.course.checks.implementation import ink
+from ink_py.course.checks.plugin import hypothesis_home
 
 __all__ = ["ink"]
 
@@ -49,3 +51,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
         return None  # pytest-xdist's own reading of it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(2 * cores, 16)
+
+
+COURSE_CACHE_WAS_THERE: list[bool] = []  # set by the run's main process (xdist's controller, or the only one)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):
+        COURSE_CACHE_WAS_THERE.append(hypothesis_home().exists())
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The course runs the tests start make its Hypothesis folder in the temp folder (plugin.hypothesis_home):
+    a run leaves the temp folder as it found it, so a folder this run made goes; a user's own stays."""
+    if COURSE_CACHE_WAS_THERE and not COURSE_CACHE_WAS_THERE.pop():
+        shutil.rmtree(hypothesis_home(), ignore_errors=True)

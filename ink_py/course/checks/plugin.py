@@ -45,12 +45,18 @@ def pytest_configure(config: pytest.Config) -> None:
     from hypothesis import settings
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    owner = os.getuid() if hasattr(os, "getuid") else os.getpid()  # a folder of ours, not the student's
-    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / f"ink_py-course-hypothesis-{owner}")
+    set_hypothesis_home_dir(hypothesis_home())
     settings.register_profile("course", derandomize=True, database=None, print_blob=False)
     settings.load_profile("course")
     _wrote_bytecode.append(sys.dont_write_bytecode)
     sys.dont_write_bytecode = True  # pytest's rewritten checks would land in site-packages' __pycache__
+
+
+def hypothesis_home() -> Path:
+    """Where the course's Hypothesis keeps what it writes: a folder of ours in the temp folder, one a user,
+    reused by every course run — not the student's folder."""
+    owner = os.getuid() if hasattr(os, "getuid") else os.getpid()
+    return Path(tempfile.gettempdir()) / f"ink_py-course-hypothesis-{owner}"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
