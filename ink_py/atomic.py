@@ -5,6 +5,7 @@ progress file) goes through here, so a failure half-way (a full disk, an unencod
 character, Ctrl-C) leaves the file that was there untouched: the new content appears whole,
 or not at all. ``os.replace`` is atomic on POSIX and on Windows for a file in the same folder.
 A file written as a run goes (``--trace``) is ``ReplacedWhenClosed``: beside, renamed at the end.
+Through a link, the file it names is replaced and the link stays.
 
     >>> import tempfile, pathlib; folder = tempfile.TemporaryDirectory()
     >>> target = pathlib.Path(folder.name) / "notes.txt"
