@@ -462,7 +462,11 @@ def test_an_answer_gone_while_the_laptop_slept_is_asked_again_as_a_new_run(brows
             wait_done(browser)
             assert browser.execute_script("return run.id") != old  # a new run, never the old id again
             assert len(model.requests) > asked and not again.is_displayed()  # asked anew
-            assert [record["stopReason"] for record in relay.runs] == ["aborted", "completed"]  # no one came back
+            # The old run ran once: aborted when no one came back within the grace, or completed when the model's
+            # last events came within that grace (a busy machine: the relay sees the reader gone only at a later
+            # write). Either way the question asked again is one more run, never the old one resumed.
+            stops = [record["stopReason"] for record in relay.runs]
+            assert len(stops) == 2 and stops[0] in ("aborted", "completed") and stops[1] == "completed", stops
         finally:
             relay.close()
             proxy.close()
