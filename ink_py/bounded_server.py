@@ -26,6 +26,8 @@ import json
 import socket
 import threading
 import time
+from collections import Counter
+from collections.abc import Hashable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -55,6 +57,34 @@ TOO_MANY_RESPONSE = short_response(
 )
 
 
+class CountedByKey:
+    """How many of something each key holds at once — a client's connections here, a run's readers in the
+    relay (quotas.Readers) — each key at most ``limit``; thread-safe.
+
+    >>> held = CountedByKey()
+    >>> held.enter("127.0.0.2", 1), held.enter("127.0.0.2", 1), held.leave("127.0.0.2"), held.enter("127.0.0.2", 1)
+    (True, False, None, True)
+    """
+
+    def __init__(self) -> None:
+        self.held: Counter[Hashable] = Counter()
+        self._lock = threading.Lock()
+
+    def enter(self, key: Hashable, limit: int) -> bool:
+        """Count one more for ``key``, or False (and nothing counted) when it holds ``limit`` already."""
+        with self._lock:
+            if self.held[key] >= limit:
+                return False
+            self.held[key] += 1
+            return True
+
+    def leave(self, key: Hashable) -> None:
+        with self._lock:
+            self.held[key] -= 1
+            if not self.held[key]:
+                del self.held[key]  # a key that holds nothing takes no memory
+
+
 class BoundedServer(ThreadingHTTPServer):
     """ThreadingHTTPServer with at most ``max_handlers`` connections served at once."""
 
@@ -68,8 +98,7 @@ class BoundedServer(ThreadingHTTPServer):
         self._closed = threading.Event()  # server_close() (a failed bind calls it too): the watchdog ends
         super().__init__(*args, **kwargs)
         self._slots = threading.BoundedSemaphore(self.max_handlers)
-        self._clients: dict[str, int] = {}  # client (client_key) → its connections being served
-        self._clients_lock = threading.Lock()
+        self._clients = CountedByKey()  # client (client_key) → its connections being served
         self._heads: dict[socket.socket, float] = {}  # connections still sending a head → deadline
         self._heads_lock = threading.Lock()
         self._watchdog: threading.Thread | None = None
@@ -117,21 +146,11 @@ class BoundedServer(ThreadingHTTPServer):
         return None if peer is None or is_trusted(peer, self.trusted) else client_key(peer)
 
     def _enter(self, client: str | None) -> bool:
-        if client is None:
-            return True
-        with self._clients_lock:
-            if self._clients.get(client, 0) >= self.max_per_client:
-                return False
-            self._clients[client] = self._clients.get(client, 0) + 1
-            return True
+        return client is None or self._clients.enter(client, self.max_per_client)
 
     def _leave(self, client: str | None) -> None:
-        if client is None:
-            return
-        with self._clients_lock:
-            left = self._clients.pop(client) - 1
-            if left:
-                self._clients[client] = left
+        if client is not None:
+            self._clients.leave(client)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         client = self.counted_client(client_address)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..bounded_server import CountedByKey
 from .guards import BadRequest
 
 K = TypeVar("K", bound=Hashable)
@@ -110,28 +111,21 @@ class Readers:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._count: Counter[Hashable] = Counter()
-        self._lock = threading.Lock()
+        self._readers = CountedByKey()
 
     def enter(self, key: Hashable) -> Callable[[], None]:
         """Count one more reader of ``key``, or refuse; the function that counts it out (once)."""
-        with self._lock:
-            if self._count[key] >= self.limit:
-                message = (
-                    f"this answer already has {self._count[key]} readers here (INK_MAX_READERS_PER_RUN): "
-                    "close another tab, or try again"
-                )
-                raise BadRequest(429, message, retry_after=BUSY_RETRY_SECONDS)
-            self._count[key] += 1
-        left = threading.Event()
+        if not self._readers.enter(key, self.limit):
+            message = (
+                f"this answer already has {self.limit} readers here (INK_MAX_READERS_PER_RUN): "
+                "close another tab, or try again"
+            )
+            raise BadRequest(429, message, retry_after=BUSY_RETRY_SECONDS)
+        left = threading.Lock()  # taken by the first release: a second one counts nothing out
 
         def release() -> None:
-            with self._lock:
-                if not left.is_set():
-                    left.set()
-                    self._count[key] -= 1
-                    if not self._count[key]:
-                        del self._count[key]
+            if left.acquire(blocking=False):
+                self._readers.leave(key)
 
         return release
 
